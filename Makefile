@@ -1,0 +1,121 @@
+# ClusterForge: `make lab` and `make test` do all the set-up on a fresh clone.
+# Fast inner loop: `make test-unit`, `make lint`, `make molecule ROLE=<name>`.
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+.DEFAULT_GOAL := help
+
+ROOT      := $(CURDIR)
+VENV      := $(ROOT)/.venv
+BIN       := $(VENV)/bin
+PY        ?= python3
+COLL_LINK := $(ROOT)/.cache/collections/ansible_collections/clusterforge/gpu
+export CONTAINERS_CONF        := $(ROOT)/tests/lab/containers.conf
+export ANSIBLE_CONFIG         := $(ROOT)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(ROOT)/.cache/collections
+export ANSIBLE_ROLES_PATH     := $(ROOT)/roles
+export ANSIBLE_FORCE_COLOR    := 0
+export PATH                   := $(BIN):$(PATH)
+export PYTHONDONTWRITEBYTECODE := 1
+
+ROLES_WITH_MOLECULE = $(sort $(patsubst roles/%/molecule/default/molecule.yml,%,$(wildcard roles/*/molecule/default/molecule.yml)))
+phase = @printf '\n==> [%s] %s\n' "$$(date +%H:%M:%S)" "$(1)"
+
+.PHONY: help deps venv link bootstrap lab lab-up lab-converge lab-validate lab-down lint yamllint ansible-lint \
+        sanity test-unit test-conformance molecule molecule-all test-lab test build clean
+
+help:
+	@echo "make lab        install what is missing, start the container lab, run site.yml (and validation)"
+	@echo "make lab-down   remove the lab containers"
+	@echo "make test       yamllint, ansible-lint, ansible-test sanity, unit tests, every molecule scenario, lab end-to-end"
+	@echo "make test-unit  unit and conformance tests only (seconds)"
+	@echo "make lint       yamllint and ansible-lint (production profile)"
+	@echo "make molecule ROLE=<name>   one role's molecule scenario"
+	@echo "make build      ansible-galaxy collection build"
+
+# --- set-up -------------------------------------------------------------------------------------------------
+deps:
+	$(call phase,system packages)
+	@tests/lab/bootstrap-host.sh
+
+$(BIN)/.stamp: requirements.txt
+	$(call phase,python venv .venv from requirements.txt)
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --upgrade pip >/dev/null
+	@$(BIN)/python -m pip install -q -r requirements.txt
+	@touch $@
+
+venv: $(BIN)/.stamp
+
+link:
+	@mkdir -p $(dir $(COLL_LINK)) .cache/facts
+	@test -L $(COLL_LINK) || ln -sfn $(ROOT) $(COLL_LINK)
+
+bootstrap: deps venv link
+
+# --- the lab ------------------------------------------------------------------------------------------------
+lab: bootstrap lab-up lab-converge lab-validate
+	$(call phase,lab converged: `make lab-down` removes it)
+
+lab-up: bootstrap
+	$(call phase,lab containers)
+	@tests/lab/lab.sh up
+	$(call phase,test-only hardware emulators into the lab)
+	@ansible-playbook -i inventories/lab tests/lab/emulators.yml
+
+lab-converge: link
+	$(call phase,site.yml against inventories/lab)
+	@ansible-playbook -i inventories/lab site.yml
+
+lab-validate: link
+	@if [ -f playbooks/validate.yml ] && ! grep -q 'import_playbook: playbooks/validate.yml' site.yml; then \
+	  printf '\n==> validation\n'; ansible-playbook -i inventories/lab playbooks/validate.yml; fi
+
+lab-down:
+	$(call phase,removing the lab)
+	@tests/lab/lab.sh down
+
+# --- tests --------------------------------------------------------------------------------------------------
+yamllint: venv
+	$(call phase,yamllint)
+	@yamllint -s .
+
+ansible-lint: venv link
+	$(call phase,ansible-lint (production profile))
+	@ansible-lint --offline
+
+lint: yamllint ansible-lint
+
+sanity: venv
+	$(call phase,ansible-test sanity)
+	@tests/sanity/run.sh
+
+test-unit: venv link
+	$(call phase,unit and conformance tests)
+	@pytest -q tests/unit tests/conformance
+
+molecule: bootstrap
+	@test -n "$(ROLE)" || { echo "usage: make molecule ROLE=<role>"; exit 2; }
+	@tests/lab/lab.sh image
+	$(call phase,molecule scenario of role $(ROLE))
+	@cd roles/$(ROLE) && molecule test
+
+molecule-all: bootstrap
+	@tests/lab/lab.sh image
+	@for r in $(ROLES_WITH_MOLECULE); do \
+	  printf '\n==> [%s] molecule: %s\n' "$$(date +%H:%M:%S)" "$$r"; \
+	  (cd roles/$$r && molecule test) || exit 1; \
+	done
+
+test-lab: bootstrap
+	$(call phase,lab end-to-end)
+	@pytest -q tests/lab/test_lab_e2e.py
+
+test: bootstrap lint sanity test-unit molecule-all test-lab
+	$(call phase,all tests passed)
+
+build: venv
+	$(call phase,ansible-galaxy collection build)
+	@mkdir -p .cache/build && ansible-galaxy collection build --force --output-path .cache/build
+
+clean: lab-down
+	rm -rf .cache tests/output

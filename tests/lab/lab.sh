@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# ClusterForge lab: a cluster of systemd containers on this machine (test-only).
+#   lab.sh image     build the Debian 12 systemd image once (cached; rebuilt only when missing)
+#   lab.sh up        create the lab network and the containers of inventories/lab (idempotent)
+#   lab.sh down      remove the lab containers and network
+#   lab.sh status    list the lab containers
+# Hosts are read from LAB_HOSTS (default: the hosts of inventories/lab).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+export CONTAINERS_CONF="$here/containers.conf"
+IMAGE=${CF_LAB_IMAGE:-localhost/clusterforge-lab:bookworm}
+NETWORK=${CF_LAB_NETWORK:-cflab}
+FABRIC_NETWORK=${CF_LAB_FABRIC_NETWORK:-cflab-fabric}
+INVENTORY=${CF_LAB_INVENTORY:-$root/inventories/lab}
+CACHE=${CF_LAB_CACHE:-$here/cache}
+MIRROR=${CF_LAB_MIRROR:-http://deb.debian.org/debian}
+
+# "host mgmt_ip fabric_ip" lines, and the two networks, read from the lab inventory.
+lab_plan() {
+  "$root/.venv/bin/ansible-inventory" -i "$INVENTORY" --list 2>/dev/null | "$root/.venv/bin/python" -c '
+import json, sys
+inv = json.load(sys.stdin)
+hv = inv.get("_meta", {}).get("hostvars", {})
+allv = hv[next(iter(hv))] if hv else {}
+print("NET", allv.get("cluster_mgmt_network_cidr", ""), allv.get("cluster_fabric_network_cidr", ""))
+only = set(sys.argv[1].split()) if len(sys.argv) > 1 and sys.argv[1] else None
+for h in sorted(hv):
+    if only is None or h in only:
+        print("HOST", h, hv[h].get("cluster_mgmt_ip", ""), hv[h].get("cluster_fabric_ip", ""))
+' "${LAB_HOSTS:-}"
+}
+
+log() { printf '[lab %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+image() {
+  if podman image exists "$IMAGE"; then log "image $IMAGE present (cached)"; return 0; fi
+  local dir="$CACHE/rootfs"
+  rm -rf "$dir"; mkdir -p "$dir"
+  log "debootstrap bookworm into $dir (about a minute)"
+  debootstrap --variant=minbase \
+    --include=systemd,systemd-sysv,python3,python3-apt,iproute2,sudo,procps,ca-certificates,gnupg,kmod,iputils-ping,less \
+    bookworm "$dir" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log"; exit 1; }
+  # A container image, not a machine: no machine-id baked in, no getty, apt keeps lists small.
+  : >"$dir/etc/machine-id"
+  rm -f "$dir/var/lib/dbus/machine-id"
+  cat >"$dir/etc/apt/sources.list" <<SRC
+deb $MIRROR bookworm main
+deb $MIRROR bookworm-updates main
+SRC
+  for unit in getty.target console-getty.service systemd-logind.service apt-daily.timer apt-daily-upgrade.timer \
+              systemd-timesyncd.service e2scrub_reap.service; do
+    ln -sf /dev/null "$dir/etc/systemd/system/$unit"
+  done
+  rm -rf "$dir/var/cache/apt/archives/"*.deb "$dir/var/lib/apt/lists/"*
+  # No package lists are shipped: date the empty lists directory in the past so that apt's cache_valid_time
+  # sees a stale index and the first converge refreshes it, as on a freshly installed server.
+  touch -d '2000-01-01' "$dir/var/lib/apt/lists"
+  rm -f "$dir/var/lib/apt/periodic/update-success-stamp"
+  log "importing $IMAGE"
+  tar -C "$dir" -c . | podman import -q --change 'CMD ["/sbin/init"]' --change 'STOPSIGNAL SIGRTMIN+3' - "$IMAGE" >/dev/null
+  rm -rf "$dir"
+  log "image $IMAGE built"
+}
+
+up() {
+  image
+  local plan hosts=() net_mgmt net_fabric
+  plan=$(lab_plan)
+  read -r _ net_mgmt net_fabric <<<"$(grep '^NET' <<<"$plan")"
+  podman network exists "$NETWORK" || { log "creating network $NETWORK ($net_mgmt)"; podman network create --subnet "$net_mgmt" "$NETWORK" >/dev/null; }
+  podman network exists "$FABRIC_NETWORK" || { log "creating network $FABRIC_NETWORK ($net_fabric)"; podman network create --subnet "$net_fabric" "$FABRIC_NETWORK" >/dev/null; }
+  while read -r _ h ip fip; do
+    hosts+=("$h")
+    if podman container exists "$h"; then
+      [ "$(podman inspect -f '{{.State.Running}}' "$h")" = true ] || { log "starting $h"; podman start "$h" >/dev/null; }
+      continue
+    fi
+    log "creating container $h ($ip, fabric $fip)"
+    podman run -d --name "$h" --hostname "$h" \
+      --network "$NETWORK:ip=$ip" --network "$FABRIC_NETWORK:ip=$fip" --systemd=always \
+      --cap-add SYS_ADMIN --cap-add NET_ADMIN --cap-add SYS_NICE \
+      --label clusterforge.lab=1 "$IMAGE" /sbin/init >/dev/null
+  done < <(grep '^HOST' <<<"$plan")
+  for h in "${hosts[@]}"; do
+    local i
+    for i in $(seq 1 60); do
+      state=$(podman exec "$h" systemctl is-system-running 2>/dev/null || true)
+      case "$state" in running|degraded) break ;; esac
+      sleep 1
+    done
+    log "$h: systemd $state"
+  done
+}
+
+down() {
+  for h in $(podman ps -a --filter label=clusterforge.lab=1 --format '{{.Names}}'); do
+    log "removing $h"; podman rm -f -t 2 "$h" >/dev/null
+  done
+  for n in "$NETWORK" "$FABRIC_NETWORK"; do
+    if podman network exists "$n"; then podman network rm "$n" >/dev/null; log "removed network $n"; fi
+  done
+}
+
+status() { podman ps -a --filter label=clusterforge.lab=1 --format '{{.Names}}\t{{.Status}}'; }
+
+case "${1:-}" in
+  image) image ;;
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) echo "usage: $0 image|up|down|status" >&2; exit 2 ;;
+esac
