@@ -1,0 +1,667 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: nvidia_smi
+short_description: Set persistence mode, power limit, locked clocks and application clocks of NVIDIA GPUs
+version_added: 0.1.0
+description:
+  - Reads the state of every GPU with one C(nvidia-smi --query-gpu=... --format=csv,noheader,nounits) call,
+    compares it with the requested settings and runs the C(nvidia-smi) setters only for the GPUs that differ
+    (C(-i <index> -pm 1), C(-pl <W>), C(-ac <mem>,<gfx>)/C(-rac), C(-lgc <min>,<max>)/C(-rgc), C(-lmc <min>,<max>)/C(-rmc)).
+  - Every request is checked against each selected GPU before anything is changed. A power limit must lie in
+    [C(power.min_limit), C(power.max_limit)]; clock requests must not exceed C(clocks.max.sm) (C(clocks.max.graphics)
+    for application clocks) or C(clocks.max.memory). One bad GPU fails the task and no GPU is changed.
+  - After changing anything the module reads the GPUs once more and fails, with the setter's C(cmd), C(rc),
+    C(stdout) and C(stderr), when a value did not stick.
+  - B(Locked clocks cannot be read back); NVML has no getter for them. The module therefore compares locked-clock
+    requests with its O(state_file), which records what was applied (the clamped values the driver reported).
+    A GPU with no record there counts as different, so the first run always applies the lock or the reset.
+    Locks set outside this module are not seen.
+  - The O(state_file) records every setting this module applied, per GPU UUID. The boot-time unit of the
+    C(clusterforge.gpu.gpu_tuning) role reads that file and applies it again at every boot, because
+    B(none of these settings survives a reboot or a driver reload).
+options:
+  gpus:
+    description:
+      - The GPUs to manage, each given as an index (V(0)), a UUID (V(GPU-...)) or a PCI bus id
+        (V(00000000:18:00.0); V(0000:18:00.0) and V(18:00.0) work too).
+      - Target the physical GPU, not MIG device UUIDs; clocks and power limits are per physical GPU.
+      - All GPUs when omitted.
+    type: list
+    elements: str
+  persistence_mode:
+    description:
+      - Enable (V(true)) or disable (V(false)) the legacy persistence mode with C(nvidia-smi -pm).
+      - NVIDIA recommends the C(nvidia-persistenced) daemon instead; the C(gpu_tuning) role enables that unit.
+        Without persistence the driver may unload when idle and drop every other setting of this module.
+    type: bool
+  power_limit_watts:
+    description:
+      - The power limit in watts (C(nvidia-smi -pl)). Compared with C(power.limit), the requested limit;
+        C(enforced.power.limit), which out-of-band caps can lower, is only reported.
+    type: int
+  locked_gpu_clocks:
+    description:
+      - Lock the GPU (SM) clock to a range with C(nvidia-smi -lgc <min>,<max>), or V(reset) to remove the lock
+        with C(nvidia-smi -rgc).
+      - A dictionary with the integer keys C(min) and C(max), in MHz (C(min) <= C(max)), or the string V(reset).
+        This option is of type C(raw) so that one option carries both shapes; the module validates it.
+      - C(max) must not exceed the GPU's C(clocks.max.sm). The driver may clamp the request; the clamped
+        values it reports are what the state file records and what RV(gpus[].after) shows.
+    type: raw
+  locked_memory_clocks:
+    description:
+      - Lock the memory clock with C(nvidia-smi -lmc <min>,<max>) (Ampere and newer), or V(reset) for C(-rmc).
+      - Same shape as O(locked_gpu_clocks); C(max) must not exceed C(clocks.max.memory).
+    type: raw
+  application_clocks:
+    description:
+      - Set the application clocks with C(nvidia-smi -ac <memory>,<graphics>), or V(reset) for C(nvidia-smi -rac)
+        (back to C(clocks.default_applications.*)).
+      - A dictionary with the integer keys C(memory) and C(graphics) in MHz (for example V(2619) and V(1980)
+        on H100 SXM), or the string V(reset). Only pairs listed by C(nvidia-smi -q -d SUPPORTED_CLOCKS) are
+        accepted by the driver.
+      - Locked GPU clocks take precedence over application clocks.
+    type: raw
+  state_file:
+    description:
+      - JSON file recording the settings this module applied, per GPU UUID (see the notes for its format).
+        Written atomically (mode 0644, parent directory created) only when its content changes and never in
+        check mode.
+    type: path
+    default: /etc/clusterforge/nvidia_smi_state.json
+  nvidia_smi_path:
+    description:
+      - Path of the C(nvidia-smi) binary. Looked up on E(PATH) and in the sbin directories when omitted.
+    type: path
+extends_documentation_fragment:
+  - clusterforge.gpu.attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads the GPUs and the state file, predicts RV(changed) and RV(gpus[].after), runs no setter and writes no file.
+  diff_mode:
+    support: full
+    details:
+      - Shows the managed settings of every selected GPU before and after.
+requirements:
+  - The NVIDIA driver and its C(nvidia-smi). Setters need root (every NVML device command does).
+notes:
+  - None of persistence mode, power limit, locked clocks or application clocks survives a reboot or a driver reload.
+    The C(gpu_tuning) role installs a C(Type=oneshot) unit, ordered after C(nvidia-persistenced.service), that reads
+    O(state_file) at boot and applies it again.
+  - 'State file format: C({"version": 1, "gpus": {"<uuid>": {"index": 0, "pci_bus_id": "...", "name": "...",
+    "persistence_mode": true, "power_limit_watts": 500, "application_clocks": {"memory": 2619, "graphics": 1980},
+    "locked_gpu_clocks": {"min": 1980, "max": 1980, "requested_min": 1980, "requested_max": 1980},
+    "locked_memory_clocks": null}}}). A key is present only for settings this module manages on that GPU;
+    V(null) means "reset to the driver default"; C(min)/C(max) are the values the driver applied (clamped).'
+  - Apply the MIG layout before clocks and power limits; enabling MIG may reset the GPU and drop them.
+seealso:
+  - module: clusterforge.gpu.nvidia_smi_info
+author:
+  - ClusterForge developers
+"""
+
+EXAMPLES = r"""
+- name: Cap every GPU at 500 W
+  clusterforge.gpu.nvidia_smi:
+    power_limit_watts: 500
+
+- name: Lock SM clocks at the H100 SXM maximum and set application clocks on two GPUs
+  clusterforge.gpu.nvidia_smi:
+    gpus: ["0", "GPU-9e698665-a4d3-ab5e-4786-e4ff011a36a8"]
+    locked_gpu_clocks:
+      min: 1980
+      max: 1980
+    application_clocks:
+      memory: 2619
+      graphics: 1980
+
+- name: Remove clock locks and restore default application clocks
+  clusterforge.gpu.nvidia_smi:
+    locked_gpu_clocks: reset
+    locked_memory_clocks: reset
+    application_clocks: reset
+
+- name: Use a specific nvidia-smi and state file
+  clusterforge.gpu.nvidia_smi:
+    persistence_mode: true
+    nvidia_smi_path: /usr/bin/nvidia-smi
+    state_file: /etc/clusterforge/nvidia_smi_state.json
+"""
+
+RETURN = r"""
+gpus:
+  description:
+    - One entry per selected GPU with the managed settings before and after the run (the prediction in check mode).
+    - C(locked_gpu_clocks)/C(locked_memory_clocks) come from the state file, not from the driver; V(null) in
+      RV(gpus[].before) means that nothing is recorded (unknown), V(reset) that a reset was recorded.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: The GPU index.
+      type: int
+      sample: 0
+    uuid:
+      description: The GPU UUID.
+      type: str
+      sample: GPU-b1e053f1-6789-f495-7e49-37a1e102685c
+    pci_bus_id:
+      description: The PCI bus id.
+      type: str
+      sample: "00000000:18:00.0"
+    changed:
+      description: Whether this GPU needed (or, in check mode, would need) a change.
+      type: bool
+      sample: true
+    before:
+      description: The managed settings before the run (only the options that were given).
+      type: dict
+      sample: {"power_limit_watts": 700, "locked_gpu_clocks": null}
+    after:
+      description: The managed settings after the run.
+      type: dict
+      sample: {"power_limit_watts": 500, "locked_gpu_clocks": {"min": 1980, "max": 1980}}
+cmd:
+  description:
+    - The setter commands that were run, shell-quoted, in order. Empty in check mode and when nothing differed.
+    - When a setter fails or a value does not stick, the task fails and C(cmd) is that one command (a string),
+      with RV(rc), RV(stdout) and RV(stderr); the list of commands run until then is in RV(commands).
+  returned: always
+  type: list
+  elements: str
+  sample: ["/usr/bin/nvidia-smi -i 0 -pl 500", "/usr/bin/nvidia-smi -i 0 -lgc 1980,1980"]
+commands:
+  description: The setter commands run before the failure.
+  returned: when a setter failed or a value did not stick
+  type: list
+  elements: str
+  sample: ["/usr/bin/nvidia-smi -i 0 -pl 500"]
+rc:
+  description: The exit status of the failed command.
+  returned: when a command failed or a value did not stick
+  type: int
+  sample: 4
+stdout:
+  description: The standard output of the failed command.
+  returned: when a command failed or a value did not stick
+  type: str
+  sample: "Failed to set power management limit for GPU 00000000:5D:00.0: Insufficient Permissions"
+stderr:
+  description: The standard error of the failed command.
+  returned: when a command failed or a value did not stick
+  type: str
+  sample: ""
+state_file:
+  description: The path of the state file.
+  returned: always
+  type: str
+  sample: /etc/clusterforge/nvidia_smi_state.json
+state_file_changed:
+  description: Whether the state file content changed (or would change in check mode).
+  returned: always
+  type: bool
+  sample: true
+diff:
+  description: Per-GPU settings before and after, keyed C(GPU <index> <uuid>).
+  returned: when diff mode is on
+  type: dict
+  sample: {"before": {"GPU 0 GPU-b1e0...": {"power_limit_watts": 700}}, "after": {"GPU 0 GPU-b1e0...": {"power_limit_watts": 500}}}
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
+from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import (
+    STATE_QUERY_FIELDS,
+    parse_locked_clocks_output,
+    parse_locked_memory_clocks_output,
+    parse_query_csv,
+    to_bool,
+)
+
+STATE_VERSION = 1
+META_KEYS = ("index", "pci_bus_id", "name")
+SETTING_KEYS = ("persistence_mode", "power_limit_watts", "application_clocks", "locked_gpu_clocks",
+                "locked_memory_clocks")
+RESET = "reset"
+
+
+class RequestError(Exception):
+    pass
+
+
+def _int(value, what):
+    if isinstance(value, bool):
+        raise RequestError("%s must be an integer, got %r" % (what, value))
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        raise RequestError("%s must be an integer, got %r" % (what, value))
+    if number < 0:
+        raise RequestError("%s must not be negative, got %d" % (what, number))
+    return number
+
+
+def parse_clock_request(name, value, keys):
+    """``reset`` or a dict with exactly ``keys`` (ints). Returns None, "reset" or a normalised dict."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value.strip().lower() == RESET:
+            return RESET
+        raise RequestError("%s must be the string 'reset' or a dictionary with the keys %s, got %r"
+                           % (name, ", ".join(keys), value))
+    if not isinstance(value, dict):
+        raise RequestError("%s must be the string 'reset' or a dictionary with the keys %s" % (name, ", ".join(keys)))
+    unknown = sorted(set(value) - set(keys))
+    missing = [k for k in keys if k not in value]
+    if unknown or missing:
+        raise RequestError("%s takes exactly the keys %s (missing: %s; unknown: %s)"
+                           % (name, ", ".join(keys), ", ".join(missing) or "none", ", ".join(unknown) or "none"))
+    result = dict((k, _int(value[k], "%s.%s" % (name, k))) for k in keys)
+    if "min" in result and result["min"] > result["max"]:
+        raise RequestError("%s: min (%d) must not be greater than max (%d)" % (name, result["min"], result["max"]))
+    return result
+
+
+def _display(value):
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _normalise_bus(value):
+    parts = value.strip().upper().split(":")
+    if len(parts) == 2:
+        parts = ["0"] + parts
+    if len(parts) != 3:
+        return None
+    try:
+        return "%08X:%s:%s" % (int(parts[0], 16), parts[1].zfill(2), parts[2])
+    except ValueError:
+        return None
+
+
+def gpu_label(row):
+    return "GPU %s (%s, %s)" % (row.get("index"), row.get("uuid"), row.get("pci.bus_id"))
+
+
+class NvidiaSmi(object):
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.setter_cmds = []
+        self.setter_results = {}
+        try:
+            self.want = {
+                "persistence_mode": self.params["persistence_mode"],
+                "power_limit_watts": self.params["power_limit_watts"],
+                "locked_gpu_clocks": parse_clock_request("locked_gpu_clocks", self.params["locked_gpu_clocks"],
+                                                         ("min", "max")),
+                "locked_memory_clocks": parse_clock_request("locked_memory_clocks",
+                                                            self.params["locked_memory_clocks"], ("min", "max")),
+                "application_clocks": parse_clock_request("application_clocks", self.params["application_clocks"],
+                                                          ("memory", "graphics")),
+            }
+        except RequestError as e:
+            module.fail_json(msg=to_native(e))
+        if self.want["power_limit_watts"] is not None and self.want["power_limit_watts"] <= 0:
+            module.fail_json(msg="power_limit_watts must be a positive number of watts")
+        self.want = dict((k, v) for k, v in self.want.items() if v is not None)
+        path = self.params["nvidia_smi_path"]
+        if path and not os.path.exists(path):
+            module.fail_json(msg="nvidia-smi was not found at %s (nvidia_smi_path)" % path)
+        self.runner = ToolRunner(module, "nvidia-smi", path)
+        self.state_path = self.params["state_file"]
+
+    # ------------------------------------------------------------------------------------------ reading
+
+    def query(self):
+        rc, out, err = self.runner.run(["--query-gpu=" + ",".join(STATE_QUERY_FIELDS), "--format=csv,noheader,nounits"],
+                                       what="nvidia-smi --query-gpu")
+        rows = parse_query_csv(out, STATE_QUERY_FIELDS)
+        if not rows:
+            self.runner.fail(self.runner.calls[-1], rc, out, err, what="nvidia-smi --query-gpu (no GPU in the output)")
+        for row in rows:
+            row["persistence_mode"] = to_bool(row.get("persistence_mode"))
+        return rows
+
+    def select(self, rows):
+        selectors = self.params["gpus"]
+        if not selectors:
+            return rows
+        chosen = []
+        for item in selectors:
+            text = str(item).strip()
+            match = None
+            for row in rows:
+                if text.isdigit() and row.get("index") == int(text):
+                    match = row
+                elif text.lower() == str(row.get("uuid")).lower():
+                    match = row
+                elif ":" in text and row.get("pci.bus_id") and _normalise_bus(text) == _normalise_bus(row["pci.bus_id"]):
+                    match = row
+            if match is None:
+                hint = " (MIG device UUIDs are not accepted: name the parent GPU)" if text.upper().startswith("MIG-") else ""
+                self.module.fail_json(msg="GPU %r not found%s; this host has: %s"
+                                      % (text, hint, ", ".join(gpu_label(r) for r in rows)))
+            if match not in chosen:
+                chosen.append(match)
+        return sorted(chosen, key=lambda r: r["index"])
+
+    def load_state(self):
+        empty = {"version": STATE_VERSION, "gpus": {}}
+        if not os.path.exists(self.state_path):
+            return empty
+        try:
+            with open(self.state_path) as f:
+                data = json.load(f)
+        except (IOError, OSError, ValueError) as e:
+            self.module.warn("ignoring unreadable state file %s: %s" % (self.state_path, to_native(e)))
+            return empty
+        if not isinstance(data, dict) or not isinstance(data.get("gpus"), dict):
+            self.module.warn("ignoring state file %s: unexpected content" % self.state_path)
+            return empty
+        return data
+
+    # -------------------------------------------------------------------------------------- validation
+
+    def validate(self, gpus):
+        """Check every request against every selected GPU; fail listing all problems before any change."""
+        problems = []
+        for row in gpus:
+            label = gpu_label(row)
+            watts = self.want.get("power_limit_watts")
+            if watts is not None:
+                low, high = row.get("power.min_limit"), row.get("power.max_limit")
+                if not isinstance(low, (int, float)) or not isinstance(high, (int, float)):
+                    problems.append("%s does not report power.min_limit/power.max_limit: setting a power limit is not "
+                                    "supported" % label)
+                elif watts < low or watts > high:
+                    problems.append("power_limit_watts=%d is outside the range of %s: %s-%s W"
+                                    % (watts, label, _display(low), _display(high)))
+            for option, field in (("locked_gpu_clocks", "clocks.max.sm"), ("locked_memory_clocks", "clocks.max.memory")):
+                request = self.want.get(option)
+                top = row.get(field)
+                if isinstance(request, dict) and isinstance(top, (int, float)) and request["max"] > top:
+                    problems.append("%s max %d MHz is above the maximum of %s: %s=%s MHz"
+                                    % (option, request["max"], label, field, _display(top)))
+            request = self.want.get("application_clocks")
+            if request is not None:
+                if request == RESET:
+                    fields = ("clocks.default_applications.memory", "clocks.default_applications.graphics")
+                else:
+                    fields = ("clocks.applications.memory", "clocks.applications.graphics")
+                if any(not isinstance(row.get(f), (int, float)) for f in fields):
+                    problems.append("%s does not report application clocks (%s): setting them is not supported"
+                                    % (label, ", ".join(fields)))
+                elif isinstance(request, dict):
+                    max_gfx = row.get("clocks.max.graphics")
+                    if not isinstance(max_gfx, (int, float)):
+                        max_gfx = row.get("clocks.max.sm")
+                    max_mem = row.get("clocks.max.memory")
+                    if isinstance(max_mem, (int, float)) and request["memory"] > max_mem:
+                        problems.append("application_clocks memory %d MHz is above the maximum of %s: "
+                                        "clocks.max.memory=%s MHz" % (request["memory"], label, _display(max_mem)))
+                    if isinstance(max_gfx, (int, float)) and request["graphics"] > max_gfx:
+                        problems.append("application_clocks graphics %d MHz is above the maximum of %s: "
+                                        "clocks.max.graphics=%s MHz" % (request["graphics"], label, _display(max_gfx)))
+        if problems:
+            self.module.fail_json(msg="; ".join(problems), problems=problems)
+
+    # ----------------------------------------------------------------------------------------- compare
+
+    def current(self, row, entry):
+        """The managed settings of one GPU as they are now (locked clocks from the state file)."""
+        have = {}
+        if "persistence_mode" in self.want:
+            have["persistence_mode"] = row.get("persistence_mode")
+        if "power_limit_watts" in self.want:
+            have["power_limit_watts"] = _display(row.get("power.limit"))
+        if "application_clocks" in self.want:
+            have["application_clocks"] = {"memory": row.get("clocks.applications.memory"),
+                                          "graphics": row.get("clocks.applications.graphics")}
+        for option in ("locked_gpu_clocks", "locked_memory_clocks"):
+            if option in self.want:
+                if option not in entry:
+                    have[option] = None
+                elif entry[option] is None:
+                    have[option] = RESET
+                else:
+                    have[option] = {"min": entry[option].get("min"), "max": entry[option].get("max")}
+        return have
+
+    def actions(self, row, entry):
+        """The setters one GPU needs, as (option, argv tail, predicted after-value) tuples, in a safe order."""
+        todo = []
+        want = self.want
+        if "persistence_mode" in want and row.get("persistence_mode") != want["persistence_mode"]:
+            todo.append(("persistence_mode", ["-pm", "1" if want["persistence_mode"] else "0"], want["persistence_mode"]))
+        if "power_limit_watts" in want:
+            limit = row.get("power.limit")
+            if not isinstance(limit, (int, float)) or abs(limit - want["power_limit_watts"]) >= 0.5:
+                todo.append(("power_limit_watts", ["-pl", str(want["power_limit_watts"])], want["power_limit_watts"]))
+        if "application_clocks" in want:
+            have = (row.get("clocks.applications.memory"), row.get("clocks.applications.graphics"))
+            if want["application_clocks"] == RESET:
+                target = (row.get("clocks.default_applications.memory"), row.get("clocks.default_applications.graphics"))
+                args = ["-rac"]
+            else:
+                target = (want["application_clocks"]["memory"], want["application_clocks"]["graphics"])
+                args = ["-ac", "%d,%d" % target]
+            if have != target:
+                todo.append(("application_clocks", args, {"memory": target[0], "graphics": target[1]}))
+        for option, lock, reset in (("locked_gpu_clocks", "-lgc", "-rgc"), ("locked_memory_clocks", "-lmc", "-rmc")):
+            if option not in want:
+                continue
+            request = want[option]
+            recorded = entry.get(option, "absent")
+            if request == RESET:
+                if recorded is not None:
+                    todo.append((option, [reset], RESET))
+            elif not (isinstance(recorded, dict) and recorded.get("requested_min") == request["min"]
+                      and recorded.get("requested_max") == request["max"]):
+                todo.append((option, [lock, "%d,%d" % (request["min"], request["max"])],
+                             {"min": request["min"], "max": request["max"]}))
+        return todo
+
+    def state_value(self, option, after, request):
+        """What the state file records for one applied setting."""
+        if option in ("locked_gpu_clocks", "locked_memory_clocks"):
+            if after == RESET:
+                return None
+            return {"min": after["min"], "max": after["max"], "requested_min": request["min"],
+                    "requested_max": request["max"]}
+        if option == "application_clocks" and self.want[option] == RESET:
+            return None
+        return after
+
+    # ------------------------------------------------------------------------------------------- apply
+
+    def run_setter(self, row, option, args):
+        argv = ["-i", str(row["index"])] + args
+        rc, out, err = self.runner.run(argv, check_rc=False)
+        cmd = self.runner.calls[-1]
+        self.setter_cmds.append(quote(cmd))
+        self.setter_results[(row["uuid"], option)] = (cmd, rc, out, err)
+        return cmd, rc, out, err
+
+    def clamped(self, option, row, out, request):
+        parse = parse_locked_clocks_output if option == "locked_gpu_clocks" else parse_locked_memory_clocks_output
+        found = parse(out)
+        bus = _normalise_bus(row.get("pci.bus_id") or "")
+        for item in found:
+            if _normalise_bus(item["pci_bus_id"]) == bus:
+                return {"min": item["min"], "max": item["max"]}
+        if found:
+            return {"min": found[0]["min"], "max": found[0]["max"]}
+        self.module.warn("%s: could not read the applied %s from nvidia-smi's output; recording the request"
+                         % (gpu_label(row), option))
+        return dict(request)
+
+    def write_state(self, data):
+        directory = os.path.dirname(self.state_path) or "."
+        try:
+            if not os.path.isdir(directory):
+                os.makedirs(directory, 0o755)
+            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".nvidia_smi_state.", suffix=".tmp")
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=2, sort_keys=True)
+                f.write("\n")
+            os.chmod(tmp, 0o644)
+        except (IOError, OSError) as e:
+            self.module.fail_json(msg="cannot write the state file %s: %s" % (self.state_path, to_native(e)),
+                                  changed=bool(self.setter_cmds), cmd=self.setter_cmds)
+        self.module.atomic_move(tmp, self.state_path)
+        try:
+            os.chmod(self.state_path, 0o644)  # atomic_move keeps an existing file's mode or applies the umask
+        except OSError as e:
+            self.module.warn("cannot set mode 0644 on %s: %s" % (self.state_path, to_native(e)))
+
+    def run(self):
+        module = self.module
+        rows = self.query()
+        gpus = self.select(rows)
+        self.validate(gpus)
+        state = self.load_state()
+        old_gpus = json.loads(json.dumps(state.get("gpus", {})))
+        new_gpus = json.loads(json.dumps(old_gpus))
+
+        plan = []
+        for row in gpus:
+            entry = old_gpus.get(row["uuid"], {})
+            before = self.current(row, entry)
+            todo = self.actions(row, entry)
+            plan.append((row, before, todo))
+
+        results = []
+        failure = None
+        applied = {}
+        for row, before, todo in plan:
+            after = dict(before)
+            if module.check_mode:
+                for option, args, predicted in todo:
+                    after[option] = predicted
+            elif failure is None:
+                for option, args, predicted in todo:
+                    cmd, rc, out, err = self.run_setter(row, option, args)
+                    if rc != 0:
+                        failure = ("%s failed on %s (rc=%s): %s" % (option, gpu_label(row), rc,
+                                                                    (out or err or "").strip()[:2000]),
+                                   cmd, rc, out, err)
+                        break
+                    if option in ("locked_gpu_clocks", "locked_memory_clocks") and predicted != RESET:
+                        predicted = self.clamped(option, row, out, predicted)
+                    after[option] = predicted
+                    applied.setdefault(row["uuid"], []).append(option)
+            results.append({"row": row, "before": before, "after": after, "todo": todo})
+
+        # Read back once and check that the readable values stuck.
+        mismatch = []
+        if self.setter_cmds:
+            now = dict((r["uuid"], r) for r in self.query())
+            for item in results:
+                row = item["row"]
+                live = now.get(row["uuid"])
+                for option in applied.get(row["uuid"], []):
+                    if option in ("locked_gpu_clocks", "locked_memory_clocks"):
+                        continue
+                    got = None if live is None else self.current(live, {}).get(option)
+                    if got != item["after"][option]:
+                        applied[row["uuid"]].remove(option)
+                        cmd, rc, out, err = self.setter_results[(row["uuid"], option)]
+                        mismatch.append(("%s did not stick on %s: wanted %r, nvidia-smi now reports %r"
+                                         % (option, gpu_label(row), item["after"][option], got), cmd, rc, out, err))
+                        item["after"][option] = got
+
+        # The state file records every managed setting that is in place (already right or applied and verified).
+        for item in results:
+            row = item["row"]
+            pending = set(o for o, _a, _p in item["todo"])
+            done = set(applied.get(row["uuid"], []))
+            entry = new_gpus.setdefault(row["uuid"], {})
+            for option in self.want:
+                if option in pending and option not in done and not module.check_mode:
+                    continue
+                if option in ("locked_gpu_clocks", "locked_memory_clocks") and option not in pending:
+                    continue  # already recorded as wanted
+                entry[option] = self.state_value(option, item["after"][option], self.want[option])
+            if any(k in entry for k in SETTING_KEYS):
+                entry.update({"index": row["index"], "pci_bus_id": row.get("pci.bus_id"), "name": row.get("name")})
+            else:
+                new_gpus.pop(row["uuid"], None)
+
+        def settings(gpus_map):
+            return dict((u, dict((k, v) for k, v in e.items() if k not in META_KEYS)) for u, e in gpus_map.items())
+
+        state_changed = settings(new_gpus) != settings(old_gpus)
+        if state_changed and not module.check_mode:
+            self.write_state({"version": STATE_VERSION,
+                              "comment": "Written by clusterforge.gpu.nvidia_smi; applied again at boot by the "
+                                         "gpu_tuning unit. These settings do not survive a reboot or driver reload.",
+                              "gpus": new_gpus})
+
+        gpus_out = []
+        persistence_off = []
+        for item in results:
+            row = item["row"]
+            gpus_out.append({"index": row["index"], "uuid": row["uuid"], "pci_bus_id": row.get("pci.bus_id"),
+                             "changed": bool(item["todo"]), "before": item["before"], "after": item["after"]})
+            if item["todo"] and item["after"].get("persistence_mode", row.get("persistence_mode")) is False:
+                persistence_off.append(str(row["index"]))
+        changed = bool(self.setter_cmds) or state_changed or (module.check_mode and any(i["todo"] for i in results))
+        result = {"changed": changed, "gpus": gpus_out, "cmd": self.setter_cmds, "state_file": self.state_path,
+                  "state_file_changed": state_changed}
+        if module._diff:
+            key = lambda g: "GPU %s %s" % (g["index"], g["uuid"])  # noqa: E731
+            result["diff"] = {"before": dict((key(g), g["before"]) for g in gpus_out),
+                              "after": dict((key(g), g["after"]) for g in gpus_out)}
+        for failed in ([failure] if failure else []) + mismatch:
+            msg, cmd, rc, out, err = failed
+            module.fail_json(msg=msg, cmd=quote(cmd), rc=rc, stdout=out, stderr=err, changed=changed,
+                             commands=self.setter_cmds, gpus=gpus_out, state_file=self.state_path,
+                             state_file_changed=state_changed)
+        if persistence_off and set(self.want) - set(["persistence_mode"]):
+            module.warn("persistence mode is disabled on GPU(s) %s: the driver may unload when idle and drop these "
+                        "settings; enable nvidia-persistenced" % ", ".join(persistence_off))
+        module.exit_json(**result)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            gpus=dict(type="list", elements="str"),
+            persistence_mode=dict(type="bool"),
+            power_limit_watts=dict(type="int"),
+            locked_gpu_clocks=dict(type="raw"),
+            locked_memory_clocks=dict(type="raw"),
+            application_clocks=dict(type="raw"),
+            state_file=dict(type="path", default="/etc/clusterforge/nvidia_smi_state.json"),
+            nvidia_smi_path=dict(type="path"),
+        ),
+        required_one_of=[["persistence_mode", "power_limit_watts", "locked_gpu_clocks", "locked_memory_clocks",
+                          "application_clocks"]],
+        supports_check_mode=True,
+    )
+    NvidiaSmi(module).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,543 @@
+"""clusterforge.gpu.nvidia_smi with a scripted nvidia-smi (no GPU needed).
+
+``FakeSmi`` answers exactly the commands the module runs (``--query-gpu=... --format=csv,noheader,nounits``
+and ``-i <idx> <setter>``) with the messages of the real tool, and can be told to fail a setter on one GPU
+(``fail``) or to accept a setter without changing anything (``stuck``). Every argv is recorded by ``Tool``.
+"""
+
+import copy
+import json
+import os
+from unittest import mock
+
+import pytest
+
+from ansible.module_utils import basic
+from cf_module_helper import Tool, run_module
+
+from ansible_collections.clusterforge.gpu.plugins.modules import nvidia_smi as module
+
+H100 = {
+    "name": "NVIDIA H100 80GB HBM3", "persistence_mode": "Enabled",
+    "power.limit": 700.0, "power.default_limit": 700.0, "power.min_limit": 200.0, "power.max_limit": 700.0,
+    "enforced.power.limit": 700.0,
+    "clocks.max.sm": 1980, "clocks.max.graphics": 1980, "clocks.max.memory": 2619,
+    "clocks.applications.graphics": 1980, "clocks.applications.memory": 2619,
+    "clocks.default_applications.graphics": 1980, "clocks.default_applications.memory": 2619,
+}
+BUSES = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
+
+
+def uuid(i):
+    return "GPU-%08x-0000-4000-8000-%012x" % (0xC0FFEE00 + i, i)
+
+
+def h100_gpus(count=8, **overrides):
+    gpus = []
+    for i in range(count):
+        gpu = dict(H100)
+        gpu.update({"index": i, "uuid": uuid(i), "pci.bus_id": "00000000:%s:00.0" % BUSES[i]})
+        gpu.update(overrides)
+        gpus.append(gpu)
+    return gpus
+
+
+def _fmt(value):
+    if value is None:
+        return "[N/A]"
+    if isinstance(value, float):
+        return "%.2f" % value
+    return str(value)
+
+
+class FakeSmi(object):
+    def __init__(self, gpus, fail=None, stuck=(), clamp_lgc_min=None):
+        self.gpus = copy.deepcopy(gpus)
+        self.fail = dict(fail or {})      # (index, flag) -> (rc, stdout, stderr)
+        self.stuck = set(stuck)           # (index, flag): says OK, changes nothing
+        self.clamp_lgc_min = clamp_lgc_min
+        self.query_rc = None
+
+    def __call__(self, argv, data=None):
+        args = argv[1:]
+        query = [a for a in args if a.startswith("--query-gpu=")]
+        if query:
+            if self.query_rc:
+                return self.query_rc
+            fields = query[0].split("=", 1)[1].split(",")
+            assert "--format=csv,noheader,nounits" in args
+            lines = [", ".join(_fmt(g.get(f)) for f in fields) for g in self.gpus]
+            return 0, "\n".join(lines) + "\n", ""
+        assert args[0] == "-i", args
+        index = int(args[1])
+        flag = args[2]
+        value = args[3] if len(args) > 3 else None
+        gpu = self.gpus[index]
+        bus = gpu["pci.bus_id"]
+        if (index, flag) in self.fail:
+            return self.fail[(index, flag)]
+        change = (index, flag) not in self.stuck
+        if flag == "-pm":
+            if change:
+                gpu["persistence_mode"] = "Enabled" if value == "1" else "Disabled"
+            return 0, "%s persistence mode for GPU %s.\nAll done.\n" % (
+                "Enabled" if value == "1" else "Disabled", bus), ""
+        if flag == "-pl":
+            old = gpu["power.limit"]
+            if change:
+                gpu["power.limit"] = float(value)
+            return 0, "Power limit for GPU %s was set to %.2f W from %.2f W.\nAll done.\n" % (bus, float(value), old), ""
+        if flag in ("-lgc", "-lmc"):
+            low, high = [int(x) for x in value.split(",")]
+            top = gpu["clocks.max.sm"] if flag == "-lgc" else gpu["clocks.max.memory"]
+            high = min(high, top)
+            if flag == "-lgc" and self.clamp_lgc_min:
+                low = max(low, self.clamp_lgc_min)
+            if flag == "-lgc":
+                return 0, 'GPU clocks set to "(gpuClkMin %d, gpuClkMax %d)" for GPU %s\nAll done.\n' % (low, high, bus), ""
+            return 0, 'Memory clocks set to "(memClkMin %d, memClkMax %d)" for GPU %s\nAll done.\n' % (low, high, bus), ""
+        if flag in ("-rgc", "-rmc"):
+            return 0, "All done.\n", ""
+        if flag == "-ac":
+            mem, gfx = [int(x) for x in value.split(",")]
+            if change:
+                gpu["clocks.applications.memory"], gpu["clocks.applications.graphics"] = mem, gfx
+            return 0, 'Applications clocks set to "(MEM %d, SM %d)" for GPU %s\nAll done.\n' % (mem, gfx, bus), ""
+        if flag == "-rac":
+            if change:
+                gpu["clocks.applications.memory"] = gpu["clocks.default_applications.memory"]
+                gpu["clocks.applications.graphics"] = gpu["clocks.default_applications.graphics"]
+            return 0, "All done.\n", ""
+        raise AssertionError("unexpected nvidia-smi call %r" % (argv,))
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+SETTERS = ("-pm", "-pl", "-lgc", "-rgc", "-lmc", "-rmc", "-ac", "-rac")
+
+
+@pytest.fixture
+def state_file(tmp_path):
+    return str(tmp_path / "etc" / "clusterforge" / "nvidia_smi_state.json")
+
+
+@pytest.fixture
+def warnings():
+    seen = []
+    with mock.patch.object(basic.AnsibleModule, "warn", lambda self, msg: seen.append(msg)):
+        yield seen
+
+
+def run(fake, args, state_file, **kw):
+    tool = Tool(fake, missing=kw.pop("missing", ()))
+    args = dict(args)
+    args.setdefault("state_file", state_file)
+    result = run_module(module, args, tool, **kw)
+    return result, tool
+
+
+def setter_calls(tool):
+    return [c[1:] for c in tool.calls if any(a in SETTERS for a in c)]
+
+
+def queries(tool):
+    return tool.count("--query-gpu=")
+
+
+def read_state(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+# ------------------------------------------------------------------------------------ power limit
+
+def test_power_limit_changed_on_every_gpu(state_file):
+    fake = FakeSmi(h100_gpus())
+    result, tool = run(fake, {"power_limit_watts": 500}, state_file)
+    assert result.get("failed") is not True, result
+    assert result["changed"] is True
+    assert setter_calls(tool) == [["-i", str(i), "-pl", "500"] for i in range(8)]
+    assert queries(tool) == 2  # one read before, one read-back after
+    assert [g["power.limit"] for g in fake.gpus] == [500.0] * 8
+    assert result["gpus"][3]["before"] == {"power_limit_watts": 700}
+    assert result["gpus"][3]["after"] == {"power_limit_watts": 500}
+    assert result["gpus"][3]["uuid"] == uuid(3)
+    assert len(result["cmd"]) == 8 and result["cmd"][0].endswith("nvidia-smi -i 0 -pl 500")
+    assert read_state(state_file)["gpus"][uuid(5)]["power_limit_watts"] == 500
+
+
+def test_unchanged_runs_no_setter_and_keeps_state_file(state_file):
+    fake = FakeSmi(h100_gpus())
+    run(fake, {"power_limit_watts": 500}, state_file)
+    before = os.stat(state_file).st_mtime_ns
+    result, tool = run(fake, {"power_limit_watts": 500}, state_file)
+    assert result["changed"] is False
+    assert setter_calls(tool) == []
+    assert queries(tool) == 1
+    assert result["cmd"] == []
+    assert result["state_file_changed"] is False
+    assert os.stat(state_file).st_mtime_ns == before
+
+
+def test_only_the_gpus_that_differ_are_set(state_file):
+    gpus = h100_gpus()
+    gpus[1]["power.limit"] = 500.0
+    gpus[6]["power.limit"] = 500.0
+    result, tool = run(FakeSmi(gpus), {"power_limit_watts": 500}, state_file)
+    assert [c[1] for c in setter_calls(tool)] == ["0", "2", "3", "4", "5", "7"]
+    assert [g["changed"] for g in result["gpus"]] == [True, False, True, True, True, True, False, True]
+
+
+def test_check_mode_predicts_and_runs_no_setter(state_file):
+    fake = FakeSmi(h100_gpus())
+    result, tool = run(fake, {"power_limit_watts": 450}, state_file, check_mode=True)
+    assert result["changed"] is True
+    assert setter_calls(tool) == []
+    assert queries(tool) == 1
+    assert result["gpus"][0]["after"] == {"power_limit_watts": 450}
+    assert not os.path.exists(state_file)
+    assert fake.gpus[0]["power.limit"] == 700.0
+
+
+def test_check_mode_unchanged(state_file):
+    fake = FakeSmi(h100_gpus())
+    run(fake, {"power_limit_watts": 450}, state_file)
+    result, tool = run(fake, {"power_limit_watts": 450}, state_file, check_mode=True)
+    assert result["changed"] is False
+    assert setter_calls(tool) == []
+
+
+def test_diff_only_in_diff_mode(state_file):
+    result, _tool = run(FakeSmi(h100_gpus(2)), {"power_limit_watts": 600}, state_file, diff=True)
+    key = "GPU 1 %s" % uuid(1)
+    assert result["diff"]["before"][key] == {"power_limit_watts": 700}
+    assert result["diff"]["after"][key] == {"power_limit_watts": 600}
+    result, _tool = run(FakeSmi(h100_gpus(2)), {"power_limit_watts": 600}, state_file + ".2")
+    assert "diff" not in result
+
+
+def test_power_out_of_range_fails_before_any_change(state_file):
+    fake = FakeSmi(h100_gpus())
+    result, tool = run(fake, {"power_limit_watts": 800}, state_file)
+    assert result["failed"] is True
+    assert setter_calls(tool) == []
+    assert "GPU 0 (%s, 00000000:18:00.0)" % uuid(0) in result["msg"]
+    assert "200-700 W" in result["msg"]
+    assert not os.path.exists(state_file)
+
+
+def test_power_out_of_range_on_one_gpu_changes_none(state_file):
+    gpus = h100_gpus()
+    gpus[5]["power.max_limit"] = 600.0
+    result, tool = run(FakeSmi(gpus), {"power_limit_watts": 650}, state_file)
+    assert result["failed"] is True
+    assert setter_calls(tool) == []
+    assert "GPU 5" in result["msg"] and "200-600 W" in result["msg"]
+    assert "GPU 4" not in result["msg"]
+
+
+def test_power_not_supported_fails(state_file):
+    gpus = h100_gpus(2)
+    gpus[1]["power.min_limit"] = None
+    gpus[1]["power.max_limit"] = None
+    result, tool = run(FakeSmi(gpus), {"power_limit_watts": 500}, state_file)
+    assert result["failed"] is True and "not supported" in result["msg"] and "GPU 1" in result["msg"]
+    assert setter_calls(tool) == []
+
+
+def test_partial_failure_setter_rc_on_gpu3(state_file):
+    err = "Failed to set power management limit for GPU 00000000:5D:00.0: Insufficient Permissions\n"
+    fake = FakeSmi(h100_gpus(), fail={(3, "-pl"): (4, err, "")})
+    result, tool = run(fake, {"power_limit_watts": 500}, state_file)
+    assert result["failed"] is True
+    assert result["rc"] == 4
+    assert result["cmd"].endswith("nvidia-smi -i 3 -pl 500")
+    assert result["stdout"] == err
+    assert "stderr" in result
+    assert "GPU 3" in result["msg"] and "Insufficient Permissions" in result["msg"]
+    assert [c[1] for c in setter_calls(tool)] == ["0", "1", "2", "3"]  # nothing after the failure
+    assert result["changed"] is True
+    # what was applied (and verified) is recorded for the boot unit; GPU 3..7 are not
+    recorded = read_state(state_file)["gpus"]
+    assert sorted(recorded) == sorted(uuid(i) for i in range(3))
+
+
+def test_value_did_not_stick_fails_with_setter_output(state_file):
+    fake = FakeSmi(h100_gpus(), stuck={(3, "-pl")})
+    result, tool = run(fake, {"power_limit_watts": 500}, state_file)
+    assert result["failed"] is True
+    assert "did not stick" in result["msg"] and "GPU 3" in result["msg"]
+    assert result["cmd"].endswith("nvidia-smi -i 3 -pl 500")
+    assert result["rc"] == 0
+    assert "was set to 500.00 W" in result["stdout"]
+    assert queries(tool) == 2
+    assert uuid(3) not in read_state(state_file)["gpus"]
+    assert read_state(state_file)["gpus"][uuid(4)]["power_limit_watts"] == 500
+
+
+def test_tool_missing(state_file):
+    result, tool = run(FakeSmi(h100_gpus()), {"power_limit_watts": 500}, state_file, missing=("nvidia-smi",))
+    assert result["failed"] is True
+    assert "nvidia-smi was not found" in result["msg"]
+    assert tool.calls == []
+
+
+def test_nvidia_smi_path_missing(state_file, tmp_path):
+    result, tool = run(FakeSmi(h100_gpus()), {"power_limit_watts": 500, "nvidia_smi_path": str(tmp_path / "nope")},
+                       state_file)
+    assert result["failed"] is True and "nope" in result["msg"]
+    assert tool.calls == []
+
+
+def test_query_failure_reports_cmd_rc_output(state_file):
+    fake = FakeSmi(h100_gpus())
+    msg = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+           "NVIDIA driver is installed and running.\n")
+    fake.query_rc = (9, msg, "")
+    result, _tool = run(fake, {"power_limit_watts": 500}, state_file)
+    assert result["failed"] is True
+    assert result["rc"] == 9 and result["stdout"] == msg
+    assert "--query-gpu=" in result["cmd"]
+
+
+# ------------------------------------------------------------------------------------ GPU selection
+
+@pytest.mark.parametrize("selector,expected", [
+    (["2", "5"], ["2", "5"]),
+    ([uuid(4)], ["4"]),
+    ([uuid(4).upper().replace("GPU-", "GPU-")], ["4"]),
+    (["00000000:5D:00.0"], ["3"]),
+    (["0000:5d:00.0", "DB:00.0"], ["3", "7"]),
+    (["5", "5", uuid(5)], ["5"]),
+])
+def test_subset_of_gpus(state_file, selector, expected):
+    result, tool = run(FakeSmi(h100_gpus()), {"power_limit_watts": 500, "gpus": selector}, state_file)
+    assert result.get("failed") is not True, result
+    assert [c[1] for c in setter_calls(tool)] == expected
+    assert [str(g["index"]) for g in result["gpus"]] == expected
+
+
+def test_unknown_gpu_fails_listing_the_gpus(state_file):
+    result, tool = run(FakeSmi(h100_gpus(2)), {"power_limit_watts": 500, "gpus": ["0", "7"]}, state_file)
+    assert result["failed"] is True
+    assert "'7' not found" in result["msg"] and uuid(1) in result["msg"]
+    assert setter_calls(tool) == []
+
+
+def test_mig_uuid_is_refused_with_a_hint(state_file):
+    result, _tool = run(FakeSmi(h100_gpus(2)), {"power_limit_watts": 500,
+                                                "gpus": ["MIG-3a8a1b5e-0000-5000-8000-000000000000"]}, state_file)
+    assert result["failed"] is True and "parent GPU" in result["msg"]
+
+
+# ----------------------------------------------------------------------------------- locked clocks
+
+def test_locked_clocks_applied_then_idempotent_from_state_file(state_file):
+    fake = FakeSmi(h100_gpus(2))
+    result, tool = run(fake, {"locked_gpu_clocks": {"min": 1980, "max": 1980}}, state_file)
+    assert result["changed"] is True
+    assert setter_calls(tool) == [["-i", "0", "-lgc", "1980,1980"], ["-i", "1", "-lgc", "1980,1980"]]
+    assert result["gpus"][0]["before"] == {"locked_gpu_clocks": None}
+    assert result["gpus"][0]["after"] == {"locked_gpu_clocks": {"min": 1980, "max": 1980}}
+    entry = read_state(state_file)["gpus"][uuid(1)]
+    assert entry["locked_gpu_clocks"] == {"min": 1980, "max": 1980, "requested_min": 1980, "requested_max": 1980}
+    assert entry["index"] == 1 and entry["pci_bus_id"] == "00000000:2A:00.0"
+
+    result, tool = run(fake, {"locked_gpu_clocks": {"min": 1980, "max": 1980}}, state_file)
+    assert result["changed"] is False
+    assert setter_calls(tool) == []
+    assert result["gpus"][0]["before"] == {"locked_gpu_clocks": {"min": 1980, "max": 1980}}
+
+
+def test_locked_clocks_record_the_clamped_values(state_file):
+    fake = FakeSmi(h100_gpus(1), clamp_lgc_min=345)
+    result, _tool = run(fake, {"locked_gpu_clocks": {"min": 0, "max": 1980}}, state_file)
+    assert result["gpus"][0]["after"]["locked_gpu_clocks"] == {"min": 345, "max": 1980}
+    entry = read_state(state_file)["gpus"][uuid(0)]["locked_gpu_clocks"]
+    assert entry == {"min": 345, "max": 1980, "requested_min": 0, "requested_max": 1980}
+    # the same request again is not a change although the driver reported other values
+    result, tool = run(fake, {"locked_gpu_clocks": {"min": 0, "max": 1980}}, state_file)
+    assert result["changed"] is False and setter_calls(tool) == []
+
+
+def test_locked_clocks_new_request_is_applied(state_file):
+    fake = FakeSmi(h100_gpus(1))
+    run(fake, {"locked_gpu_clocks": {"min": 1980, "max": 1980}}, state_file)
+    result, tool = run(fake, {"locked_gpu_clocks": {"min": 1500, "max": 1800}}, state_file)
+    assert result["changed"] is True
+    assert setter_calls(tool) == [["-i", "0", "-lgc", "1500,1800"]]
+
+
+def test_locked_clocks_above_max_fail_before_any_change(state_file):
+    result, tool = run(FakeSmi(h100_gpus()), {"locked_gpu_clocks": {"min": 1000, "max": 2100},
+                                              "power_limit_watts": 500}, state_file)
+    assert result["failed"] is True
+    assert "2100" in result["msg"] and "clocks.max.sm=1980" in result["msg"]
+    assert setter_calls(tool) == []
+
+
+def test_locked_memory_clocks_above_max_fail(state_file):
+    result, tool = run(FakeSmi(h100_gpus(1)), {"locked_memory_clocks": {"min": 2619, "max": 3201}}, state_file)
+    assert result["failed"] is True and "clocks.max.memory=2619" in result["msg"]
+    assert setter_calls(tool) == []
+
+
+def test_locked_memory_clocks_applied(state_file):
+    fake = FakeSmi(h100_gpus(1))
+    result, tool = run(fake, {"locked_memory_clocks": {"min": 2619, "max": 2619}}, state_file)
+    assert setter_calls(tool) == [["-i", "0", "-lmc", "2619,2619"]]
+    assert read_state(state_file)["gpus"][uuid(0)]["locked_memory_clocks"]["max"] == 2619
+
+
+def test_reset_locked_clocks(state_file):
+    fake = FakeSmi(h100_gpus(2))
+    run(fake, {"locked_gpu_clocks": {"min": 1980, "max": 1980}}, state_file)
+    result, tool = run(fake, {"locked_gpu_clocks": "reset"}, state_file)
+    assert result["changed"] is True
+    assert setter_calls(tool) == [["-i", "0", "-rgc"], ["-i", "1", "-rgc"]]
+    assert result["gpus"][0]["after"] == {"locked_gpu_clocks": "reset"}
+    assert read_state(state_file)["gpus"][uuid(0)]["locked_gpu_clocks"] is None
+    result, tool = run(fake, {"locked_gpu_clocks": "reset"}, state_file)
+    assert result["changed"] is False and setter_calls(tool) == []
+
+
+def test_reset_with_no_record_applies_once(state_file):
+    fake = FakeSmi(h100_gpus(1))
+    result, tool = run(fake, {"locked_memory_clocks": "RESET"}, state_file)
+    assert setter_calls(tool) == [["-i", "0", "-rmc"]]
+    assert result["gpus"][0]["before"] == {"locked_memory_clocks": None}
+
+
+def test_clock_values_given_as_strings_are_accepted(state_file):
+    result, tool = run(FakeSmi(h100_gpus(1)), {"locked_gpu_clocks": {"min": "1410", "max": "1980"}}, state_file)
+    assert setter_calls(tool) == [["-i", "0", "-lgc", "1410,1980"]]
+
+
+@pytest.mark.parametrize("value,needle", [
+    ("max", "must be the string 'reset'"),
+    ({"min": 1000}, "missing: max"),
+    ({"min": 1000, "max": 1500, "speed": 1}, "unknown: speed"),
+    ({"min": 1800, "max": 1500}, "must not be greater"),
+    ({"min": "fast", "max": 1500}, "must be an integer"),
+    ({"min": -5, "max": 1500}, "must not be negative"),
+    (["1000", "1500"], "must be the string 'reset' or a dictionary"),
+])
+def test_invalid_clock_shapes_fail_without_running_anything(state_file, value, needle):
+    result, tool = run(FakeSmi(h100_gpus(1)), {"locked_gpu_clocks": value}, state_file)
+    assert result["failed"] is True
+    assert needle in result["msg"]
+    assert tool.calls == []
+
+
+def test_one_setting_is_required(state_file):
+    result, tool = run(FakeSmi(h100_gpus(1)), {"gpus": ["0"]}, state_file)
+    assert result["failed"] is True and "one of the following is required" in result["msg"]
+    assert tool.calls == []
+
+
+# --------------------------------------------------------------------------- application clocks
+
+def test_application_clocks_set_and_read_back(state_file):
+    fake = FakeSmi(h100_gpus(2))
+    result, tool = run(fake, {"application_clocks": {"memory": 2619, "graphics": 1755}}, state_file)
+    assert setter_calls(tool) == [["-i", "0", "-ac", "2619,1755"], ["-i", "1", "-ac", "2619,1755"]]
+    assert result["gpus"][1]["before"] == {"application_clocks": {"memory": 2619, "graphics": 1980}}
+    assert result["gpus"][1]["after"] == {"application_clocks": {"memory": 2619, "graphics": 1755}}
+    assert queries(tool) == 2
+    result, tool = run(fake, {"application_clocks": {"memory": 2619, "graphics": 1755}}, state_file)
+    assert result["changed"] is False and setter_calls(tool) == []
+
+
+def test_application_clocks_reset_only_where_not_default(state_file):
+    gpus = h100_gpus(3)
+    gpus[1]["clocks.applications.graphics"] = 1500
+    result, tool = run(FakeSmi(gpus), {"application_clocks": "reset"}, state_file)
+    assert setter_calls(tool) == [["-i", "1", "-rac"]]
+    assert result["gpus"][1]["after"] == {"application_clocks": {"memory": 2619, "graphics": 1980}}
+    assert read_state(state_file)["gpus"][uuid(1)]["application_clocks"] is None
+
+
+def test_application_clocks_above_max_fail(state_file):
+    result, tool = run(FakeSmi(h100_gpus(1)), {"application_clocks": {"memory": 3201, "graphics": 1980}}, state_file)
+    assert result["failed"] is True and "clocks.max.memory=2619" in result["msg"]
+    assert setter_calls(tool) == []
+
+
+def test_application_clocks_not_supported_fail(state_file):
+    gpus = h100_gpus(1, **{"clocks.applications.graphics": None, "clocks.applications.memory": None})
+    result, tool = run(FakeSmi(gpus), {"application_clocks": {"memory": 2619, "graphics": 1980}}, state_file)
+    assert result["failed"] is True and "not supported" in result["msg"]
+    assert setter_calls(tool) == []
+
+
+# --------------------------------------------------------------------------- persistence and mixes
+
+def test_persistence_only_where_disabled(state_file, warnings):
+    gpus = h100_gpus(4)
+    gpus[2]["persistence_mode"] = "Disabled"
+    result, tool = run(FakeSmi(gpus), {"persistence_mode": True}, state_file)
+    assert setter_calls(tool) == [["-i", "2", "-pm", "1"]]
+    assert result["gpus"][2]["before"] == {"persistence_mode": False}
+    assert result["gpus"][2]["after"] == {"persistence_mode": True}
+    assert warnings == []
+
+
+def test_all_settings_in_order_and_one_read_back(state_file):
+    gpus = h100_gpus(1, persistence_mode="Disabled")
+    result, tool = run(FakeSmi(gpus), {
+        "persistence_mode": True, "power_limit_watts": 600, "application_clocks": {"memory": 2619, "graphics": 1755},
+        "locked_gpu_clocks": {"min": 1755, "max": 1755}, "locked_memory_clocks": {"min": 2619, "max": 2619},
+    }, state_file)
+    assert result.get("failed") is not True, result
+    assert [c[2] for c in setter_calls(tool)] == ["-pm", "-pl", "-ac", "-lgc", "-lmc"]
+    assert queries(tool) == 2
+    entry = read_state(state_file)["gpus"][uuid(0)]
+    assert entry["persistence_mode"] is True and entry["power_limit_watts"] == 600
+    assert entry["application_clocks"] == {"memory": 2619, "graphics": 1755}
+
+
+def test_persistence_disabled_warns_when_other_settings_change(state_file, warnings):
+    gpus = h100_gpus(2, persistence_mode="Disabled")
+    run(FakeSmi(gpus), {"power_limit_watts": 400}, state_file)
+    assert any("persistence mode is disabled" in w for w in warnings)
+
+
+def test_state_file_written_atomically_0644_with_directory(state_file):
+    run(FakeSmi(h100_gpus(1)), {"power_limit_watts": 500}, state_file)
+    assert oct(os.stat(state_file).st_mode & 0o777) == "0o644"
+    data = read_state(state_file)
+    assert data["version"] == 1
+    assert list(data["gpus"]) == [uuid(0)]
+    assert [n for n in os.listdir(os.path.dirname(state_file)) if n != "nvidia_smi_state.json"] == []
+
+
+def test_state_file_only_change_counts_and_keeps_other_gpus(state_file):
+    os.makedirs(os.path.dirname(state_file))
+    other = {"GPU-other": {"index": 9, "power_limit_watts": 300}}
+    with open(state_file, "w") as f:
+        json.dump({"version": 1, "gpus": other}, f)
+    # live value already right, but nothing recorded for the boot unit yet: the file changes
+    result, tool = run(FakeSmi(h100_gpus(1)), {"power_limit_watts": 700}, state_file)
+    assert setter_calls(tool) == []
+    assert result["changed"] is True and result["state_file_changed"] is True
+    data = read_state(state_file)["gpus"]
+    assert data["GPU-other"] == other["GPU-other"]
+    assert data[uuid(0)]["power_limit_watts"] == 700
+
+
+def test_unreadable_state_file_is_ignored_with_a_warning(state_file, warnings):
+    os.makedirs(os.path.dirname(state_file))
+    with open(state_file, "w") as f:
+        f.write("{not json")
+    result, tool = run(FakeSmi(h100_gpus(1)), {"locked_gpu_clocks": {"min": 1980, "max": 1980}}, state_file)
+    assert any("unreadable state file" in w for w in warnings)
+    assert setter_calls(tool) == [["-i", "0", "-lgc", "1980,1980"]]
+    assert read_state(state_file)["gpus"][uuid(0)]["locked_gpu_clocks"]["max"] == 1980
+
+
+def test_check_mode_never_writes_state_file_for_locks(state_file):
+    result, tool = run(FakeSmi(h100_gpus(2)), {"locked_gpu_clocks": {"min": 1980, "max": 1980}}, state_file,
+                       check_mode=True)
+    assert result["changed"] is True and result["state_file_changed"] is True
+    assert setter_calls(tool) == []
+    assert not os.path.exists(os.path.dirname(state_file))
