@@ -1,0 +1,477 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure parsers for NVIDIA DCGM's ``dcgmi`` (no Ansible import, stdlib only).
+
+DCGM has no HTTP health API (nv-hostengine speaks DCGM's own protocol on 127.0.0.1:5555), so everything here
+reads ``dcgmi`` output: ``diag -r N`` (box table or ``-j`` JSON), ``health -c`` (tree or JSON),
+``discovery -l`` and ``nvlink -s``.
+
+Results are always lower case ``pass``/``fail``/``warn``/``skip``; test names keep DCGM's own spelling
+(``memory``, ``GPU Memory``, ``Persistence Mode``...).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import re
+
+RESULTS = ("pass", "fail", "warn", "skip")
+# worst first
+_SEVERITY = {"fail": 3, "warn": 2, "pass": 1, "skip": 0}
+
+_SECTION_RE = re.compile(r"^[|+]-{3,}\s+(?P<name>[A-Za-z][\w ]*?)\s+-+\+")
+_ENTITY_RE = re.compile(r"^(?P<group>[A-Za-z]+?)\s?(?P<id>\d+):\s*(?P<result>Pass|Fail|Warn|Skip|Warning|Skipped)\b", re.I)
+_GPU_LIST_RE = re.compile(r"^(?P<result>Pass|Fail|Warn|Skip)\s+-\s+GPUs?:\s*(?P<ids>[\d,\s]+)$", re.I)
+_DETAIL_RE = re.compile(r"^(?P<kind>Warning|Info|Error)(?::\s*(?P<group>[A-Za-z]+?)\s?(?P<id>\d+))?$")
+_METADATA_KEYS = {
+    "dcgm version": "dcgm_version",
+    "driver version detected": "driver_version",
+    "gpu device ids detected": "gpu_device_ids",
+    "gpu device serials detected": "gpu_serials",
+    "number of cpus detected": "cpu_count",
+    "eud test version": "eud_version",
+    "cpu eud test version": "cpu_eud_version",
+}
+# DCGM wraps detail text in 45-character chunks (Diag::DisplayVerboseInfo, DATA_INFO_TAG_LEN)
+_CHUNK = 45
+
+
+def normalize_result(value):
+    """DCGM's many spellings (``Pass``, ``PASS``, ``Skipped``, ``Warning``, ``Fail - All``) -> pass/fail/warn/skip.
+
+    Unknown words (e.g. ``Not Run``) return None: never read as a pass.
+    """
+    if value is None:
+        return None
+    word = str(value).strip().lower()
+    word = word.split(" - ")[0].strip()
+    if word in ("pass", "passed", "ok"):
+        return "pass"
+    if word in ("fail", "failed", "failure", "error"):
+        return "fail"
+    if word in ("warn", "warning"):
+        return "warn"
+    if word in ("skip", "skipped"):
+        return "skip"
+    return None
+
+
+def worst(results):
+    """The overall verdict: fail > warn > pass > skip; None when there is nothing."""
+    results = [r for r in results if r in _SEVERITY]
+    if not results:
+        return None
+    return max(results, key=lambda r: _SEVERITY[r])
+
+
+def _summarise(tests, metadata, errors, complete):
+    overall = worst(t["result"] for t in tests)
+    if errors and not tests:
+        overall = "fail"
+    return {"result": overall, "tests": tests, "metadata": metadata, "errors": errors, "complete": complete}
+
+
+def _metadata_value(key, value):
+    if key in ("gpu_device_ids", "gpu_serials"):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    if key == "cpu_count":
+        try:
+            return int(value)
+        except ValueError:
+            return value
+    return value
+
+
+def parse_diag(text):
+    """Parse the box table of ``dcgmi diag -r N``.
+
+    Handles DCGM 1.x/2.x (``Blacklist`` row, no Metadata), DCGM 3.x (``Pass - All``, ``Fail - GPUs: 1, 3``) and
+    DCGM 4.x (``GPU0: Pass`` rows, ``Warning: GPU3`` details), wrapped multi-line details, a missing top border and
+    a missing closing border (``complete`` is False then). Lines that are not table rows go to ``errors`` (except
+    DCGM's "Successfully ran diagnostic" banner).
+
+    Returns ``{"result", "tests": [{"name", "category", "result", "gpus": {id: result}, "details": [...]}],
+    "metadata": {...}, "errors": [...], "complete": bool}``.
+    """
+    tests = []
+    metadata = {}
+    errors = []
+    category = None
+    current = None
+    detail = None
+    complete = False
+    seen_row = False
+    for raw in (text or "").splitlines():
+        line = raw.rstrip("\r\n")
+        if not line.strip():
+            continue
+        m = _SECTION_RE.match(line)
+        if m:
+            category = m.group("name").strip()
+            current = detail = None
+            seen_row = True
+            continue
+        if line.startswith("+"):
+            # plain border: the one after the header row, or the closing one
+            if seen_row and re.match(r"^\+-+\+-+\+\s*$", line) and (tests or metadata):
+                complete = True
+            continue
+        if not line.startswith("|"):
+            stripped = line.strip()
+            if stripped.startswith("Successfully ran diagnostic"):
+                continue
+            errors.append(stripped)
+            continue
+        seen_row = True
+        complete = False
+        body = line[1:]
+        if "|" not in body:
+            continue
+        name_cell, value_area = body.split("|", 1)
+        name = name_cell.strip()
+        value_area = value_area[1:] if value_area.startswith(" ") else value_area
+        # the value area ends with " |"; keep exact 45-char chunks for wrapped text
+        if value_area.rstrip().endswith("|"):
+            value_area = value_area.rstrip()[:-1]
+        chunk = value_area[:_CHUNK] if len(value_area) > _CHUNK else value_area.rstrip()
+        value = value_area.strip()
+        if name == "Diagnostic" and value == "Result":
+            continue
+        if category is None or category.lower() == "metadata":
+            if name:
+                key = _METADATA_KEYS.get(name.lower(), re.sub(r"\W+", "_", name.lower()).strip("_"))
+                metadata[key] = _metadata_value(key, value)
+            continue
+        dm = _DETAIL_RE.match(name)
+        if name and dm:
+            detail = {"kind": dm.group("kind").lower(), "message": chunk,
+                      "gpu": int(dm.group("id")) if dm.group("id") else None}
+            if current is not None:
+                current["details"].append(detail)
+            else:
+                errors.append(chunk.strip())
+            continue
+        if name:
+            current = {"name": name, "category": category, "result": normalize_result(value), "gpus": {},
+                       "details": []}
+            detail = None
+            tests.append(current)
+            gm = _GPU_LIST_RE.match(value)
+            if gm:
+                current["_listed"] = True
+                for gid in re.findall(r"\d+", gm.group("ids")):
+                    current["gpus"][int(gid)] = normalize_result(gm.group("result"))
+            continue
+        # nameless row: per-entity result, "Fail - GPUs: 1, 3" continuation, or wrapped detail text
+        em = _ENTITY_RE.match(value)
+        gm = _GPU_LIST_RE.match(value)
+        if current is not None and em and em.group("group").upper() == "GPU":
+            current["gpus"][int(em.group("id"))] = normalize_result(em.group("result"))
+            detail = None
+        elif current is not None and gm:
+            current["_listed"] = True
+            for gid in re.findall(r"\d+", gm.group("ids")):
+                current["gpus"][int(gid)] = normalize_result(gm.group("result"))
+            detail = None
+        elif current is not None and em:
+            current.setdefault("entities", {})["%s%s" % (em.group("group"), em.group("id"))] = \
+                normalize_result(em.group("result"))
+            detail = None
+        elif detail is not None:
+            detail["message"] += chunk
+        # anything else (e.g. "  Code: (000000000000)") is ignored
+    for test in tests:
+        for d in test["details"]:
+            d["message"] = re.sub(r"\s+", " ", d["message"]).strip()
+        # DCGM 3.x "Pass - GPUs: 0, 1" / "Fail - GPU: 2" rows: the first word is not the test verdict
+        if (test.pop("_listed", False) or test["result"] is None) and test["gpus"]:
+            test["result"] = worst(test["gpus"].values())
+    return _summarise(tests, metadata, errors, complete)
+
+
+def _extract_json(text):
+    text = text or ""
+    start = text.find("{")
+    if start < 0:
+        raise ValueError("no JSON object in the output")
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text[start:])
+    except ValueError as e:
+        raise ValueError("output is not valid JSON: %s" % e)
+    if not isinstance(data, dict):
+        raise ValueError("JSON output is not an object")
+    return data
+
+
+def _gpu_ids(value):
+    if value is None:
+        return []
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value]
+    return [int(x) for x in re.findall(r"\d+", str(value))]
+
+
+def _warning_text(item):
+    if isinstance(item, dict):
+        text = item.get("warning") or item.get("message") or ""
+        code = item.get("error_id")
+        return text, code
+    return str(item), None
+
+
+def parse_diag_json(text):
+    """Parse ``dcgmi diag -r N -j``: DCGM 3.x (``"DCGM GPU Diagnostic"``, ``gpu_ids``) and DCGM 4.x
+    (``"DCGM Diagnostic"``, ``entity_id``, ``test_summary``, top-level ``metadata``/``entity_groups``).
+
+    Returns the same shape as parse_diag. Raises ValueError when there is no diagnostic JSON document.
+    """
+    data = _extract_json(text)
+    root = None
+    for key in ("DCGM Diagnostic", "DCGM GPU Diagnostic"):
+        if isinstance(data.get(key), dict):
+            root = data[key]
+            break
+    if root is None:
+        raise ValueError("JSON output has no 'DCGM Diagnostic' document")
+    metadata = {}
+    meta = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    for source in (root, meta):
+        for key, value in source.items():
+            if isinstance(value, (dict, list)) or value is None:
+                continue
+            lkey = key.lower()
+            if lkey in ("version", "dcgm version"):
+                metadata["dcgm_version"] = str(value)
+            elif lkey in ("driver version detected", "driver_version", "driver_version_detected"):
+                metadata["driver_version"] = str(value)
+            elif lkey not in ("runtime_error", "warning"):
+                metadata[re.sub(r"\W+", "_", lkey).strip("_")] = value
+    for group in data.get("entity_groups") or []:
+        if isinstance(group, dict) and group.get("entity_group") == "GPU":
+            ents = [e for e in group.get("entities") or [] if isinstance(e, dict)]
+            metadata["gpu_device_ids"] = [str(e.get("device_id")) for e in ents if e.get("device_id") is not None]
+            serials = [str(e.get("serial_num")) for e in ents if e.get("serial_num") is not None]
+            if serials:
+                metadata["gpu_serials"] = serials
+    errors = []
+    if root.get("runtime_error"):
+        errors.append(str(root["runtime_error"]).strip())
+    tests = []
+    for cat in root.get("test_categories") or []:
+        if not isinstance(cat, dict):
+            continue
+        category = cat.get("category")
+        for test in cat.get("tests") or []:
+            if not isinstance(test, dict) or not test.get("name"):
+                continue  # DCGM 3.x emits null entries between tests
+            entry = {"name": test["name"], "category": category, "result": None, "gpus": {}, "details": []}
+            for res in test.get("results") or []:
+                if not isinstance(res, dict):
+                    continue
+                status = normalize_result(res.get("status"))
+                if "entity_id" in res and res.get("entity_group", "GPU") == "GPU":
+                    ids = _gpu_ids(res.get("entity_id"))
+                elif "gpu_ids" in res or "gpu_id" in res:
+                    ids = _gpu_ids(res.get("gpu_ids", res.get("gpu_id")))
+                else:
+                    ids = []
+                for gid in ids:
+                    entry["gpus"][gid] = status
+                gpu = ids[0] if len(ids) == 1 else None
+                for item in res.get("warnings") or []:
+                    msg, code = _warning_text(item)
+                    d = {"kind": "warning", "message": msg.strip(), "gpu": gpu}
+                    if code is not None:
+                        d["error_id"] = code
+                    entry["details"].append(d)
+                for item in res.get("info") or []:
+                    entry["details"].append({"kind": "info", "message": str(item).strip(), "gpu": gpu})
+                if not ids and status:
+                    entry.setdefault("_other", []).append(status)
+            summary = test.get("test_summary") if isinstance(test.get("test_summary"), dict) else {}
+            entry["result"] = normalize_result(summary.get("status"))
+            for item in summary.get("warnings") or []:
+                msg, code = _warning_text(item)
+                entry["details"].append({"kind": "warning", "message": msg.strip(), "gpu": None})
+            if entry["result"] is None:
+                entry["result"] = worst(list(entry["gpus"].values()) + entry.get("_other", []))
+            entry.pop("_other", None)
+            tests.append(entry)
+    return _summarise(tests, metadata, errors, True)
+
+
+def failing_tests(parsed):
+    """[(test name, [gpu ids])] for every failing test; an empty list of GPUs means DCGM did not say which."""
+    out = []
+    for test in parsed.get("tests") or []:
+        if test.get("result") == "fail":
+            gpus = sorted(g for g, r in (test.get("gpus") or {}).items() if r == "fail")
+            out.append((test["name"], gpus))
+    return out
+
+
+def gpu_results(parsed):
+    """{gpu id: {test name: result}} from a parsed diag."""
+    out = {}
+    for test in parsed.get("tests") or []:
+        for gid, result in (test.get("gpus") or {}).items():
+            out.setdefault(gid, {})[test["name"]] = result
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- health
+
+_HEALTH_WORDS = {"healthy": "healthy", "warning": "warning", "failure": "failure", "internal error": "error"}
+
+
+def _health_word(value):
+    if value is None:
+        return None
+    return _HEALTH_WORDS.get(str(value).strip().lower(), str(value).strip().lower() or None)
+
+
+def _health_from_json(data):
+    body = data.get("body") or {}
+    overall = _health_word((body.get("Overall Health") or {}).get("value"))
+    entities = []
+    incidents = []
+    for group, node in body.items():
+        if group == "Overall Health" or not isinstance(node, dict):
+            continue
+        for eid, enode in (node.get("children") or {}).items():
+            if not isinstance(enode, dict):
+                continue
+            entity = {"group": group, "id": int(eid) if str(eid).isdigit() else eid,
+                      "health": _health_word(enode.get("value"))}
+            entities.append(entity)
+            errs = ((enode.get("children") or {}).get("Errors") or {}).get("children") or {}
+            for system, snode in errs.items():
+                snode = snode or {}
+                incidents.append({"group": group, "id": entity["id"], "system": system,
+                                  "health": _health_word(snode.get("value")),
+                                  "message": " ".join(snode.get("overflow") or []).strip()})
+    return {"overall": overall, "entities": entities, "incidents": incidents, "errors": []}
+
+
+def parse_health(text):
+    """Parse ``dcgmi health -c`` (tree table) or ``dcgmi health -c -j``.
+
+    Returns ``{"overall": "healthy"|"warning"|"failure"|None, "entities": [{"group", "id", "health"}],
+    "incidents": [{"group", "id", "system", "health", "message"}], "errors": [...]}``. ``errors`` holds dcgmi
+    error lines such as ``Error: Health watches not enabled. Please enable watches.`` (``overall`` is None then).
+    """
+    text = text or ""
+    if text.lstrip().startswith("{"):
+        try:
+            return _health_from_json(_extract_json(text))
+        except ValueError:
+            pass
+    result = {"overall": None, "entities": [], "incidents": [], "errors": []}
+    group = None
+    entity = None
+    incident = None
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            continue
+        if not line.startswith("|"):
+            if not line.startswith("+") and line.strip().lower().startswith("error"):
+                result["errors"].append(line.strip())
+            continue
+        parts = line[1:].rstrip("|").split("|")
+        if len(parts) < 2:
+            continue  # header row spans both columns
+        label = parts[0][1:] if parts[0].startswith(" ") else parts[0]
+        value = "|".join(parts[1:]).strip()
+        text_label = label.strip()
+        if text_label == "Overall Health":
+            result["overall"] = _health_word(value)
+            continue
+        if not text_label:
+            if incident is not None and value:
+                incident["message"] = (incident["message"] + " " + value).strip()
+            continue
+        if not text_label.startswith("->"):
+            group, entity, incident = text_label, None, None
+            continue
+        level = (len(label) - len(label.lstrip(" "))) // 3 + 1
+        name = text_label[2:].strip()
+        if level == 1:
+            entity = {"group": group, "id": int(name) if name.isdigit() else name, "health": _health_word(value)}
+            result["entities"].append(entity)
+            incident = None
+        elif level == 2:
+            incident = None  # "-> Errors"
+        elif entity is not None:
+            incident = {"group": group, "id": entity["id"], "system": name, "health": _health_word(value),
+                        "message": ""}
+            result["incidents"].append(incident)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------------- discovery
+
+def parse_discovery(text):
+    """Parse ``dcgmi discovery -l``: GPUs (id, name, PCI bus id, UUID), NvSwitch ids, ConnectX and CPU counts."""
+    result = {"gpu_count": None, "gpus": [], "nvswitch_count": None, "nvswitches": [],
+              "connectx_count": None, "cpu_count": None}
+    section = None
+    gpu = None
+    for raw in (text or "").splitlines():
+        line = raw.rstrip()
+        m = re.match(r"^(\d+)\s+(GPU|NvSwitch|ConnectX|CPU)(?:es|s)?\b.*found", line.strip())
+        if m:
+            section = m.group(2)
+            key = {"GPU": "gpu_count", "NvSwitch": "nvswitch_count", "ConnectX": "connectx_count",
+                   "CPU": "cpu_count"}[section]
+            result[key] = int(m.group(1))
+            gpu = None
+            continue
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if section == "GPU" and len(cells) >= 2:
+            if cells[0] == "GPU ID":
+                continue
+            if cells[0].isdigit():
+                gpu = {"id": int(cells[0]), "name": None, "pci_bus_id": None, "uuid": None}
+                result["gpus"].append(gpu)
+            if gpu is not None:
+                info = cells[1]
+                for prefix, key in (("Name:", "name"), ("PCI Bus ID:", "pci_bus_id"), ("Device UUID:", "uuid")):
+                    if info.startswith(prefix):
+                        gpu[key] = info[len(prefix):].strip()
+        elif section == "NvSwitch" and cells and cells[0].isdigit():
+            result["nvswitches"].append(int(cells[0]))
+    if result["gpu_count"] is None and result["gpus"]:
+        result["gpu_count"] = len(result["gpus"])
+    return result
+
+
+def parse_nvlink_status(text):
+    """Parse ``dcgmi nvlink -s``: {"gpus": {id: [state per link]}, "nvswitches": {...}} with states
+    ``up``/``down``/``disabled``/``unsupported`` (DCGM's key: U, D, X, _)."""
+    states = {"U": "up", "D": "down", "X": "disabled", "_": "unsupported"}
+    result = {"gpus": {}, "nvswitches": {}}
+    section = None
+    current = None
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if line == "GPUs:":
+            section = "gpus"
+            continue
+        if line == "NvSwitches:":
+            section = "nvswitches"
+            continue
+        m = re.match(r"^(?:gpuId|physicalId)\s+(\d+):$", line)
+        if m and section:
+            current = int(m.group(1))
+            result[section][current] = []
+            continue
+        if current is not None and section and line and all(tok in states for tok in line.split()):
+            result[section][current] = [states[tok] for tok in line.split()]
+            current = None
+    return result

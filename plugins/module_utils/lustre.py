@@ -1,0 +1,422 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure parsers and helpers for the Lustre ``lfs`` client tool (no Ansible import, stdlib only).
+
+Layouts are normalised into one shape so that what ``lfs getstripe`` prints and what a user requests can be
+compared like with like::
+
+    {"mirror_count": 1, "components": [
+        {"mirror_id": None, "extent_start": 0, "extent_end": None, "stripe_count": 4,
+         "stripe_size": 4194304, "pattern": "raid0", "pool": None}]}
+
+``extent_end`` None means EOF. A plain (non-composite) layout is one component 0..EOF. A directory without a
+default layout parses to ``{"mirror_count": 0, "components": []}``.
+
+``lfs getstripe -y`` output is parsed line by line, deliberately without a YAML library: several lfs versions
+print YAML that is not valid (object lists at odd indentation, flow mappings with unquoted FIDs, a text header
+line); only ``key: value`` pairs are read, and object lists (``lmm_objects``) are skipped.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
+STRIPE_SIZE_ALIGN = 64 * 1024
+EOF_WORDS = ("-1", "eof", "EOF", "Eof")
+LAYOUT_KEYS = ("mirror_id", "extent_start", "extent_end", "stripe_count", "stripe_size", "pattern", "pool")
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgGtTpPeE]?)(?:i?[bB])?\s*$")
+# key: value pairs; lfs prints several on one line for directory defaults
+_PAIR_RE = re.compile(r"([A-Za-z_][\w.]*):\s+(\S+)")
+_COMPONENT_HDR_RE = re.compile(r"^\s*component\d+:\s*$")
+
+# lfs getstripe key -> our component key. Both the lmm_ (file / YAML) and the bare (directory default) spellings.
+_COMPONENT_KEYS = {
+    "lmm_stripe_count": "stripe_count",
+    "stripe_count": "stripe_count",
+    "lmm_stripe_size": "stripe_size",
+    "stripe_size": "stripe_size",
+    "lmm_pattern": "pattern",
+    "pattern": "pattern",
+    "lmm_pool": "pool",
+    "pool": "pool",
+    "lmm_stripe_offset": "stripe_offset",
+    "stripe_offset": "stripe_offset",
+    "lcme_mirror_id": "mirror_id",
+    "lcme_extent.e_start": "extent_start",
+    "lcme_extent.e_end": "extent_end",
+    "lcme_id": "id",
+    "lcme_flags": "flags",
+}
+
+
+class LayoutError(ValueError):
+    """A requested layout that lfs would refuse (raised before any command runs)."""
+
+
+def parse_size(value):
+    """``"4M"`` -> 4194304. Accepts ints, plain digits and K/M/G/T/P/E suffixes (binary, as lfs does).
+
+    Raises ValueError for anything else (including negative numbers).
+    """
+    if isinstance(value, bool):
+        raise ValueError("invalid size: %r" % (value,))
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError("invalid size: %r" % (value,))
+        return value
+    m = _SIZE_RE.match(str(value))
+    if not m:
+        raise ValueError("invalid size: %r" % (value,))
+    number, unit = m.group(1), m.group(2).upper()
+    result = float(number) * SIZE_UNITS[unit]
+    if result != int(result):
+        raise ValueError("size is not a whole number of bytes: %r" % (value,))
+    return int(result)
+
+
+def parse_extent(value):
+    """A component end: ``-1``/``eof``/``EOF`` (or None) -> None, anything else -> bytes via parse_size."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return None if value == -1 else parse_size(value)
+    text = str(value).strip()
+    if text in EOF_WORDS or text.lower() == "eof":
+        return None
+    return parse_size(text)
+
+
+def format_size(num):
+    """Bytes -> the shortest exact lfs size string (``4194304`` -> ``"4M"``, ``65536`` -> ``"64K"``)."""
+    num = int(num)
+    if num == 0:
+        return "0"
+    for unit in ("E", "P", "T", "G", "M", "K"):
+        mult = SIZE_UNITS[unit]
+        if num % mult == 0:
+            return "%d%s" % (num // mult, unit)
+    return str(num)
+
+
+def format_extent(end):
+    """None (EOF) -> ``"-1"``, bytes -> format_size."""
+    return "-1" if end is None else format_size(end)
+
+
+def _int_or_none(value):
+    if value is None:
+        return None
+    value = str(value).strip().rstrip(",")
+    if value in ("N/A", "n/a", ""):
+        return None
+    try:
+        return int(value, 0) if value.lower().startswith("0x") else int(value)
+    except ValueError:
+        return None
+
+
+def normalize_pattern(value):
+    """lfs prints the pattern as a word (``raid0``, ``mdt``) or, in older versions, a number (``1`` = raid0;
+    ``0`` = unset, which lfs treats as raid0)."""
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text in ("0", "1", "raid0", "default"):
+        return "raid0"
+    if text in ("mdt", "0x100", "256"):
+        return "mdt"
+    return text
+
+
+def _empty_component():
+    return {"mirror_id": None, "extent_start": 0, "extent_end": None, "stripe_count": None,
+            "stripe_size": None, "pattern": None, "pool": None}
+
+
+def _finish(raw):
+    comp = _empty_component()
+    comp["mirror_id"] = _int_or_none(raw.get("mirror_id"))
+    start = _int_or_none(raw.get("extent_start"))
+    comp["extent_start"] = 0 if start is None else start
+    end = raw.get("extent_end")
+    comp["extent_end"] = None if end is None or str(end).upper() == "EOF" else _int_or_none(end)
+    comp["stripe_count"] = _int_or_none(raw.get("stripe_count"))
+    comp["stripe_size"] = _int_or_none(raw.get("stripe_size"))
+    comp["pattern"] = normalize_pattern(raw.get("pattern"))
+    pool = raw.get("pool")
+    comp["pool"] = pool if pool not in (None, "", "N/A") else None
+    return comp
+
+
+def _parse_layout_lines(lines):
+    """Shared core of the YAML and text parsers: returns (header, raw component dicts)."""
+    header = {}
+    comps = []
+    current = None
+    composite = False
+    for raw_line in lines:
+        line = raw_line.replace("\t", "    ").rstrip("\r\n")
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if stripped.startswith("-") or stripped.startswith("l_ost_idx") or stripped.startswith("l_fid") \
+                or stripped.startswith("obdidx") or re.match(r"^\d+\s+\d+", stripped):
+            continue  # object lists / obdidx table
+        if _COMPONENT_HDR_RE.match(line):
+            composite = True
+            if current:
+                comps.append(current)
+            current = {}
+            continue
+        pairs = _PAIR_RE.findall(line)
+        if not pairs:
+            continue  # path header line, "has no stripe info" message, sub_layout:, lmm_objects:
+        for key, value in pairs:
+            if key.startswith("lcm_"):
+                composite = True
+                header[key] = value
+                continue
+            ours = _COMPONENT_KEYS.get(key)
+            if ours is None:
+                continue
+            if key.startswith("lcme_"):
+                composite = True
+            if ours == "id" and current is not None and "id" in current:
+                comps.append(current)
+                current = {}
+            if current is None:
+                current = {}
+            current[ours] = value
+    if current:
+        comps.append(current)
+    return header, comps, composite
+
+
+def _layout(header, comps, composite):
+    components = [_finish(c) for c in comps if any(k in c for k in ("stripe_count", "stripe_size", "extent_end"))]
+    mirror_count = _int_or_none(header.get("lcm_mirror_count"))
+    if mirror_count is None:
+        mirror_count = 1 if components else 0
+    return {"mirror_count": mirror_count, "components": components, "composite": bool(composite and components)}
+
+
+def parse_getstripe_yaml(text):
+    """Parse ``lfs getstripe -y [-d] <path>``. Only the first layout in the output is read."""
+    header, comps, composite = _parse_layout_lines((text or "").splitlines())
+    return _layout(header, comps, composite)
+
+
+def parse_getstripe_text(text):
+    """Parse the plain-text ``lfs getstripe [-d] <path>`` output (file or directory default).
+
+    The first line naming the path is kept as ``path``; a second path header (a recursive listing) ends parsing.
+    """
+    lines = (text or "").splitlines()
+    path = None
+    body = []
+    for line in lines:
+        stripped = line.strip()
+        if stripped and not line[0].isspace() and not _PAIR_RE.search(line) and not stripped.startswith("obdidx") \
+                and not re.match(r"^\d", stripped):
+            if "has no stripe info" in stripped:
+                path = path or stripped.split(" has no stripe info")[0]
+                continue
+            if path is None and not body:
+                path = stripped
+                continue
+            if body:
+                break
+        body.append(line)
+    header, comps, composite = _parse_layout_lines(body)
+    result = _layout(header, comps, composite)
+    result["path"] = path
+    return result
+
+
+def parse_getdirstripe(text):
+    """``lfs getdirstripe [-D] <dirs>``: one dict of ``lmv_*`` values per line (DNE directory layout)."""
+    result = []
+    for line in (text or "").splitlines():
+        pairs = _PAIR_RE.findall(line)
+        if not pairs:
+            continue
+        entry = {}
+        for key, value in pairs:
+            if key.startswith("lmv_"):
+                ivalue = _int_or_none(value)
+                entry[key] = value if ivalue is None else ivalue
+        if entry:
+            result.append(entry)
+    return result
+
+
+_DF_TARGET_RE = re.compile(r"^(?P<fs>[\w-]+?)-(?P<type>MDT|OST)(?P<index>[0-9a-fA-F]{4})_UUID$")
+
+
+def _df_number(value, human):
+    if value is None:
+        return None
+    if human:
+        m = re.match(r"^(\d+(?:\.\d+)?)([KMGTPE]?)$", value)
+        if not m:
+            return None
+        return int(float(m.group(1)) * SIZE_UNITS[m.group(2)])
+    return _int_or_none(value)
+
+
+def parse_lfs_df(text):
+    """Parse ``lfs df [-h|-i]``.
+
+    Returns ``{"unit": "kib"|"bytes"|"inodes", "targets": [...], "filesystems": {mount: summary}}``; each target
+    has ``uuid``, ``fsname``, ``type`` (MDT/OST), ``index``, ``total``, ``used``, ``available``, ``use_percent``,
+    ``mounted_on`` and ``status`` (``active`` or the word lfs printed, e.g. ``inactive``).
+    ``-h`` sizes are converted to bytes.
+    """
+    unit = "kib"
+    human = False
+    targets = []
+    filesystems = {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if fields[0] == "UUID":
+            if len(fields) > 1 and fields[1] == "bytes":
+                unit, human = "bytes", True
+            elif len(fields) > 1 and fields[1] == "Inodes":
+                unit = "inodes"
+            continue
+        if fields[0] == "filesystem_summary:" or fields[0] == "filesystem":
+            if fields[0] == "filesystem":
+                fields = ["filesystem_summary:"] + fields[2:]
+            if len(fields) >= 6:
+                filesystems[fields[5]] = {
+                    "total": _df_number(fields[1], human), "used": _df_number(fields[2], human),
+                    "available": _df_number(fields[3], human), "use_percent": _int_or_none(fields[4].rstrip("%")),
+                    "mounted_on": fields[5]}
+            continue
+        m = _DF_TARGET_RE.match(fields[0])
+        if not m:
+            continue
+        target = {"uuid": fields[0], "fsname": m.group("fs"), "type": m.group("type"),
+                  "index": int(m.group("index"), 16), "total": None, "used": None, "available": None,
+                  "use_percent": None, "mounted_on": None, "status": "active"}
+        if len(fields) >= 6 and re.match(r"^[\d.]+[KMGTPE]?$", fields[1]):
+            target.update(total=_df_number(fields[1], human), used=_df_number(fields[2], human),
+                          available=_df_number(fields[3], human), use_percent=_int_or_none(fields[4].rstrip("%")),
+                          mounted_on=fields[5])
+        else:
+            rest = " ".join(fields[1:]).lstrip(": ").strip()
+            target["status"] = rest.split()[0] if rest else "unknown"
+        targets.append(target)
+    return {"unit": unit, "targets": targets, "filesystems": filesystems}
+
+
+def layout_from_params(stripe_count=None, stripe_size=None, pool=None, components=None):
+    """Normalise a requested layout into the parsed shape, filling in what lfs fills in (extents 0..EOF, each
+    component starting where the previous one ended). Options left unset stay None: they are not compared.
+
+    Raises LayoutError for layouts lfs would refuse.
+    """
+    def _size(value, what):
+        if value is None:
+            return None
+        try:
+            size = parse_size(value)
+        except ValueError:
+            raise LayoutError("%s %r is not a size (use bytes or a K/M/G suffix)" % (what, value))
+        if size <= 0 or size % STRIPE_SIZE_ALIGN:
+            raise LayoutError("%s %r must be a positive multiple of 64K (65536 bytes)" % (what, value))
+        return size
+
+    def _count(value, what):
+        if value is None:
+            return None
+        try:
+            count = int(value)
+        except (TypeError, ValueError):
+            raise LayoutError("%s %r is not an integer" % (what, value))
+        if count < -1:
+            raise LayoutError("%s must be -1 (all OSTs), 0 (filesystem default) or positive, got %d" % (what, count))
+        return count
+
+    if components:
+        if stripe_count is not None or stripe_size is not None or pool is not None:
+            raise LayoutError("components cannot be combined with stripe_count, stripe_size or pool")
+        result = []
+        start = 0
+        for pos, item in enumerate(components):
+            item = item or {}
+            label = "components[%d]" % pos
+            if item.get("end") is None:
+                raise LayoutError("%s needs an end (a size, or -1/eof for the last component)" % label)
+            try:
+                end = parse_extent(item.get("end"))
+            except ValueError:
+                raise LayoutError("%s end %r is not a size or -1/eof" % (label, item.get("end")))
+            comp = _empty_component()
+            comp.update(extent_start=start, extent_end=end,
+                        stripe_count=_count(item.get("stripe_count"), label + " stripe_count"),
+                        stripe_size=_size(item.get("stripe_size"), label + " stripe_size"),
+                        pool=item.get("pool") or None)
+            last = pos == len(components) - 1
+            if end is None and not last:
+                raise LayoutError("%s ends at EOF but is not the last component" % label)
+            if end is not None:
+                if last:
+                    raise LayoutError("the last component must end at EOF (-1), not %s" % item.get("end"))
+                if end <= start:
+                    raise LayoutError("component ends must increase: %s end %s is not after %s"
+                                      % (label, format_size(end), format_size(start)))
+                if end % STRIPE_SIZE_ALIGN:
+                    raise LayoutError("%s end %s must be a multiple of 64K" % (label, item.get("end")))
+                if comp["stripe_size"] and end % comp["stripe_size"]:
+                    raise LayoutError("%s end %s must be a multiple of its stripe_size %s"
+                                      % (label, item.get("end"), format_size(comp["stripe_size"])))
+            result.append(comp)
+            start = end
+        return {"mirror_count": 1, "components": result, "composite": True}
+    comp = _empty_component()
+    comp.update(stripe_count=_count(stripe_count, "stripe_count"), stripe_size=_size(stripe_size, "stripe_size"),
+                pool=pool or None)
+    return {"mirror_count": 1, "components": [comp], "composite": False}
+
+
+def layout_matches(current, desired):
+    """True when ``current`` (parsed) satisfies ``desired`` (from layout_from_params).
+
+    Same number of components with the same extents; stripe_count, stripe_size and pool compared only where
+    ``desired`` sets them.
+    """
+    cur = (current or {}).get("components") or []
+    want = (desired or {}).get("components") or []
+    if len(cur) != len(want):
+        return False
+    for have, need in zip(cur, want):
+        if have.get("extent_start", 0) != need.get("extent_start", 0) or have.get("extent_end") != need.get("extent_end"):
+            return False
+        for key in ("stripe_count", "stripe_size", "pool"):
+            if need.get(key) is not None and have.get(key) != need.get(key):
+                return False
+    return True
+
+
+def setstripe_args(desired):
+    """``lfs setstripe`` arguments (without the path) for a layout from layout_from_params."""
+    args = []
+    comps = desired["components"]
+    for comp in comps:
+        if desired.get("composite"):
+            args += ["-E", format_extent(comp["extent_end"])]
+        if comp.get("stripe_count") is not None:
+            args += ["-c", str(comp["stripe_count"])]
+        if comp.get("stripe_size") is not None:
+            args += ["-S", format_size(comp["stripe_size"])]
+        if comp.get("pool"):
+            args += ["-p", comp["pool"]]
+    return args

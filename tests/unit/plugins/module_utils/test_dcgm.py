@@ -1,0 +1,158 @@
+"""Unit tests for plugins/module_utils/dcgm.py (recorded dcgmi outputs in the real formats)."""
+
+import os
+
+import pytest
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils import dcgm as D
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures", "dcgm")
+
+
+def fixture(name):
+    with open(os.path.join(FIX, name)) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("word,expected", [
+    ("Pass", "pass"), ("PASS", "pass"), ("Fail - All", "fail"), ("Skip - All", "skip"), ("Warn", "warn"),
+    ("Warning", "warn"), ("SKIPPED", "skip"), ("Not Run", None), ("", None), (None, None), ("Inconclusive", None)])
+def test_normalize_result(word, expected):
+    assert D.normalize_result(word) == expected
+
+
+def test_worst_order():
+    assert D.worst(["pass", "skip", "warn"]) == "warn"
+    assert D.worst(["pass", "fail", "warn"]) == "fail"
+    assert D.worst(["skip", "skip"]) == "skip"
+    assert D.worst([None]) is None
+
+
+def test_dcgm4_json_failure_names_test_and_gpu():
+    parsed = D.parse_diag_json(fixture("diag-r2-j-dcgm4-memory-fail-gpu1.json.txt"))
+    assert parsed["result"] == "fail"
+    assert [(t["category"], t["name"], t["result"]) for t in parsed["tests"]] == [
+        ("Deployment", "software", "pass"), ("Hardware", "memory", "fail"), ("Integration", "pcie", "pass")]
+    assert D.failing_tests(parsed) == [("memory", [1])]
+    memory = parsed["tests"][1]
+    assert memory["gpus"] == {0: "pass", 1: "fail"}
+    assert memory["details"][0]["gpu"] == 1 and memory["details"][0]["error_id"] == 39
+    assert parsed["metadata"]["dcgm_version"] == "4.4.2"
+    assert parsed["metadata"]["driver_version"] == "580.105.08"
+    assert parsed["metadata"]["gpu_device_ids"] == ["2330", "2330"]
+    assert D.gpu_results(parsed)[1] == {"software": "pass", "memory": "fail", "pcie": "pass"}
+
+
+def test_dcgm3_json_with_banner_nulls_and_csv_gpu_ids():
+    parsed = D.parse_diag_json(fixture("diag-r1-j-dcgm3-deployment-nulls.json.txt"))
+    assert [t["name"] for t in parsed["tests"]] == ["Denylist", "Persistence Mode"]
+    assert parsed["tests"][1]["result"] == "warn"
+    assert parsed["tests"][1]["gpus"] == {0: "warn", 1: "warn"}
+    assert parsed["result"] == "warn"
+    assert parsed["metadata"]["dcgm_version"] == "3.1.0"
+    assert "Persistence mode for GPU 0" in parsed["tests"][1]["details"][0]["message"]
+
+
+@pytest.mark.parametrize("text", ["", "Error: unable to connect to host engine", "{not json",
+                                  '{"something": "else"}', "[1, 2]"])
+def test_diag_json_rejects_non_documents(text):
+    with pytest.raises(ValueError):
+        D.parse_diag_json(text)
+
+
+def test_diag_json_runtime_error_is_a_failure():
+    parsed = D.parse_diag_json('{"DCGM Diagnostic": {"runtime_error": "Error: Unable to complete diagnostic for '
+                               'entities 9.", "version": "4.4.2"}}')
+    assert parsed["result"] == "fail" and parsed["tests"] == []
+    assert "entities 9" in parsed["errors"][0]
+
+
+def test_dcgm3_table_gpu_lists_and_wrapped_warnings():
+    parsed = D.parse_diag(fixture("diag-r2-dcgm3-mixed-gpus.txt"))
+    assert parsed["complete"] is True
+    pcie = [t for t in parsed["tests"] if t["name"] == "PCIe"][0]
+    assert pcie["gpus"] == {0: "pass", 1: "pass", 3: "pass", 2: "fail"}
+    assert pcie["result"] == "fail"  # "Pass - GPUs: 0, 1, 3" first, but GPU 2 failed
+    assert pcie["details"][0]["message"] == ("GPU 2 host-to-device bandwidth 2.35 GB/s is below the minimum "
+                                             "threshold 15.00 GB/s.")
+    power = [t for t in parsed["tests"] if t["name"] == "Targeted Power"][0]
+    assert power["result"] == "warn" and power["gpus"] == {}
+    assert power["details"][0]["message"] == "Max power of 412.0 did not reach desired power minimum 595.0."
+    assert D.failing_tests(parsed) == [("PCIe", [2])]
+
+
+def test_dcgm4_table_per_gpu_warning_rows():
+    text = ("Successfully ran diagnostic for group.\n"
+            "+---------------------------+------------------------------------------------+\n"
+            "| Diagnostic                | Result                                         |\n"
+            "+===========================+================================================+\n"
+            "|-----  Deployment  --------+------------------------------------------------|\n"
+            "| software                  | Pass                                           |\n"
+            "|                           | GPU0: Pass                                     |\n"
+            "|                           | GPU1: Pass                                     |\n"
+            "+-----  Hardware  ----------+------------------------------------------------+\n"
+            "| memory                    | Fail                                           |\n"
+            "|                           | GPU0: Pass                                     |\n"
+            "|                           | GPU1: Fail                                     |\n"
+            "| Warning: GPU1             | A memory mismatch was detected on GPU 1, but   |\n"
+            "|                           | no error was reported.                         |\n"
+            "+---------------------------+------------------------------------------------+\n")
+    parsed = D.parse_diag(text)
+    memory = parsed["tests"][1]
+    assert memory["gpus"] == {0: "pass", 1: "fail"}
+    assert memory["details"] == [{"kind": "warning", "gpu": 1,
+                                  "message": "A memory mismatch was detected on GPU 1, but no error was reported."}]
+    assert parsed["result"] == "fail" and parsed["metadata"] == {}
+
+
+def test_truncated_table_without_footer_and_unknown_lines():
+    text = ("| Diagnostic                | Result                                         |\n"
+            "|-----  Deployment  --------+------------------------------------------------|\n"
+            "| software                  | Pass                                           |\n"
+            "|                           | GPU0: Pass                                     |\n"
+            "|                           |   Code: (000000000000)                         |\n"
+            "+-----  Hardware  ----------+------------------------------------------------+\n"
+            "| memory                    | Skip                                           |\n")
+    parsed = D.parse_diag(text)
+    assert parsed["complete"] is False
+    assert [(t["name"], t["result"]) for t in parsed["tests"]] == [("software", "pass"), ("memory", "skip")]
+    assert parsed["result"] == "pass" and parsed["errors"] == []
+
+
+def test_table_error_output_is_a_failure():
+    parsed = D.parse_diag("Error: Unable to complete diagnostic for group 2. Return: (-40) : Timeout\n")
+    assert parsed["result"] == "fail" and parsed["tests"] == []
+    assert parsed["errors"] == ["Error: Unable to complete diagnostic for group 2. Return: (-40) : Timeout"]
+
+
+def test_health_json_with_incidents():
+    text = ('{"body": {"GPU": {"children": {"3": {"value": "Failure", "children": {"Errors": {"children": '
+            '{"Memory system": {"value": "Failure", "overflow": ["Detected a volatile double-bit ECC error", '
+            '"in GPU 3."]}}}}}}}, "Overall Health": {"value": "Failure"}}, "header": ["Health Monitor Report"]}')
+    health = D.parse_health(text)
+    assert health["overall"] == "failure"
+    assert health["entities"] == [{"group": "GPU", "id": 3, "health": "failure"}]
+    assert health["incidents"][0]["system"] == "Memory system"
+    assert health["incidents"][0]["message"] == "Detected a volatile double-bit ECC error in GPU 3."
+
+
+def test_health_watches_not_enabled():
+    health = D.parse_health("Error: Health watches not enabled. Please enable watches. \n")
+    assert health["overall"] is None and "not enabled" in health["errors"][0]
+
+
+def test_discovery_singular_and_sections():
+    text = ("1 GPU found.\n"
+            "+--------+----------------------------------------------------------------------+\n"
+            "| GPU ID | Device Information                                                   |\n"
+            "+--------+----------------------------------------------------------------------+\n"
+            "| 0      | Name: NVIDIA H100 80GB HBM3                                          |\n"
+            "|        | PCI Bus ID: 00000000:18:00.0                                         |\n"
+            "|        | Device UUID: GPU-aaaa                                                |\n"
+            "+--------+----------------------------------------------------------------------+\n"
+            "2 NvSwitches found.\n+-----------+\n| Switch ID |\n+-----------+\n| 8         |\n| 9         |\n"
+            "+-----------+\n")
+    disc = D.parse_discovery(text)
+    assert disc["gpu_count"] == 1 and disc["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert disc["gpus"][0]["pci_bus_id"] == "00000000:18:00.0"
+    assert disc["nvswitch_count"] == 2 and disc["nvswitches"] == [8, 9]
