@@ -1,0 +1,232 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""preflight_inventory_errors: every inventory rule of ClusterForge in one place, checked before any change.
+
+Each error names the host (or ``inventory``), the variable and the rule, so an operator can fix the
+inventory without reading code. The preflight role fails the play with the whole list.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible.errors import AnsibleFilterError
+
+try:
+    import netaddr
+
+    HAS_NETADDR = True
+except ImportError:  # pragma: no cover
+    HAS_NETADDR = False
+
+try:
+    from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
+except ImportError:  # pragma: no cover - hostlist support arrives with the module_utils file
+    hostlist_expand = None
+
+# GPUs a node of each type can hold (HGX/DGX boards carry 8; GB200 trays 4); used for plausibility.
+GPU_TYPES = {
+    "h100": 8, "h200": 8, "h800": 8, "a100": 8, "a800": 8, "b200": 8, "b100": 8, "gb200": 4,
+    "l40s": 8, "l40": 8, "l4": 8, "a10": 8, "v100": 8,
+}
+FABRIC_TYPES = ("infiniband", "roce", "ethernet", "none")
+REQUIRED_GROUPS = ("slurm_controller", "gpu_nodes")
+LUSTRE_GROUPS = ("lustre_mds", "lustre_oss", "lustre_clients")
+PARTITION_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
+CLUSTER_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
+HOSTNAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+# Switches for risky actions must be real booleans: a string "no" is truthy in Jinja.
+BOOLEAN_SWITCHES = (
+    "common_os_reboot_ok", "nvidia_driver_reboot_ok", "gpu_tuning_gpu_reset_ok", "pcie_acs_disable",
+    "pcie_acs_force", "lustre_server_format_ok", "rolling_reboot_ok", "common_os_sysctl_apply_runtime",
+    "common_os_chrony_clock_control",
+)
+
+
+def _ip(value):
+    try:
+        return netaddr.IPAddress(str(value).strip())
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return None
+
+
+def _net(value):
+    if value is None or not re.match(r"^[0-9a-fA-F.:]+/\d{1,3}$", str(value).strip()):
+        return None
+    try:
+        return netaddr.IPNetwork(str(value).strip())
+    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return None
+
+
+def _get(hostvars, host, key):
+    try:
+        hv = hostvars[host]
+    except KeyError:
+        return None
+    try:
+        return hv.get(key) if hasattr(hv, "get") else hv[key]
+    except KeyError:
+        return None
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def preflight_inventory_errors(hostvars, groups, lustre_enabled=True, fabric_required=True):
+    """Return the list of inventory errors (empty when the inventory is sound)."""
+    if not HAS_NETADDR:
+        raise AnsibleFilterError("preflight needs the Python library netaddr on the controller (pip install netaddr)")
+    errors = []
+    groups = dict(groups or {})
+    all_hosts = list(groups.get("all", []))
+
+    # Groups.
+    for name in groups:
+        if "-" in name:
+            errors.append("inventory: group '%s': group names must not contain hyphens (use '_')" % name)
+    required = list(REQUIRED_GROUPS) + (list(LUSTRE_GROUPS) if lustre_enabled else [])
+    for name in required:
+        if not groups.get(name):
+            errors.append("inventory: group '%s': required group is missing or has no hosts" % name)
+
+    # Cluster-wide values (read from the first host: group_vars/all).
+    ref = all_hosts[0] if all_hosts else None
+    cluster_name = _get(hostvars, ref, "cluster_name") if ref else None
+    if cluster_name is None or not CLUSTER_NAME_RE.match(str(cluster_name)):
+        errors.append("inventory: cluster_name: must be set, lower case, start with a letter, "
+                      "at most 40 of [a-z0-9_-] (Slurm ClusterName), got %r" % (cluster_name,))
+    fabric_type = _get(hostvars, ref, "cluster_fabric_type") if ref else None
+    if fabric_type not in FABRIC_TYPES:
+        errors.append("inventory: cluster_fabric_type: must be one of %s, got %r" % (", ".join(FABRIC_TYPES), fabric_type))
+    mgmt_cidr = _get(hostvars, ref, "cluster_mgmt_network_cidr") if ref else None
+    fabric_cidr = _get(hostvars, ref, "cluster_fabric_network_cidr") if ref else None
+    mgmt_net = _net(mgmt_cidr)
+    fabric_net = _net(fabric_cidr)
+    if mgmt_net is None:
+        errors.append("inventory: cluster_mgmt_network_cidr: must be a network in CIDR form, got %r" % (mgmt_cidr,))
+    use_fabric = fabric_required and fabric_type not in (None, "none")
+    if use_fabric and fabric_net is None:
+        errors.append("inventory: cluster_fabric_network_cidr: must be a network in CIDR form when "
+                      "cluster_fabric_type is %s, got %r" % (fabric_type, fabric_cidr))
+    if mgmt_net is not None and fabric_net is not None and mgmt_net.first <= fabric_net.last and fabric_net.first <= mgmt_net.last:
+        errors.append("inventory: cluster_fabric_network_cidr: %s overlaps cluster_mgmt_network_cidr %s; "
+                      "management and fabric traffic must be kept on separate networks" % (fabric_net, mgmt_net))
+
+    # Hosts: names and addresses.
+    seen_names = {}
+    seen_mgmt = {}
+    seen_fabric = {}
+    gpu_hosts = set(groups.get("gpu_nodes", []))
+    for host in all_hosts:
+        short = host.split(".")[0].lower()
+        if not HOSTNAME_RE.match(short):
+            errors.append("%s: inventory_hostname: '%s' is not a valid host name (RFC 1123 label)" % (host, short))
+        if short in seen_names:
+            errors.append("%s: inventory_hostname: duplicates host %s (short names must be unique, ignoring case)"
+                          % (host, seen_names[short]))
+        seen_names.setdefault(short, host)
+
+        for var, net, seen, need in (("cluster_mgmt_ip", mgmt_net, seen_mgmt, True),
+                                     ("cluster_fabric_ip", fabric_net, seen_fabric, use_fabric and host in gpu_hosts)):
+            value = _get(hostvars, host, var)
+            if value is None:
+                if need:
+                    errors.append("%s: %s: is required but not set" % (host, var))
+                continue
+            addr = _ip(value)
+            if addr is None:
+                errors.append("%s: %s: %r is not an IP address" % (host, var, value))
+                continue
+            if net is not None:
+                if addr not in net:
+                    errors.append("%s: %s: %s is outside its network %s" % (host, var, addr, net))
+                elif net.size > 2 and addr in (net.network, net.broadcast):
+                    errors.append("%s: %s: %s is the network or broadcast address of %s" % (host, var, addr, net))
+            key = str(addr)
+            if key in seen:
+                errors.append("%s: %s: %s is already used by %s (addresses must be unique)" % (host, var, addr, seen[key]))
+            seen.setdefault(key, host)
+
+        for switch in BOOLEAN_SWITCHES:
+            value = _get(hostvars, host, switch)
+            if value is not None and not isinstance(value, bool):
+                errors.append("%s: %s: must be a boolean (true/false), got %r" % (host, switch, value))
+
+    # GPU nodes: type and count declared and plausible.
+    for host in sorted(gpu_hosts):
+        gtype = _get(hostvars, host, "cluster_gpu_type")
+        count = _get(hostvars, host, "cluster_gpu_count_per_node")
+        if gtype is None:
+            errors.append("%s: cluster_gpu_type: is required for gpu_nodes (one of %s)" % (host, ", ".join(sorted(GPU_TYPES))))
+        elif str(gtype).lower() not in GPU_TYPES:
+            errors.append("%s: cluster_gpu_type: unknown GPU type %r (known: %s)" % (host, gtype, ", ".join(sorted(GPU_TYPES))))
+        if count is None:
+            errors.append("%s: cluster_gpu_count_per_node: is required for gpu_nodes" % host)
+        elif not _is_int(count):
+            errors.append("%s: cluster_gpu_count_per_node: must be an integer, got %r" % (host, count))
+        else:
+            limit = GPU_TYPES.get(str(gtype).lower(), 16)
+            if count < 1 or count > limit:
+                errors.append("%s: cluster_gpu_count_per_node: %d is not plausible for %s (1 to %d per node)"
+                              % (host, count, gtype, limit))
+
+    # Slurm partitions (read from the controller, where the slurm_controller role uses them).
+    ctl = (groups.get("slurm_controller") or [ref])[0] if (groups.get("slurm_controller") or ref) else None
+    partitions = _get(hostvars, ctl, "slurm_controller_partitions") if ctl else None
+    if partitions is not None:
+        errors.extend(_partition_errors(partitions, groups, gpu_hosts))
+    return errors
+
+
+def _partition_errors(partitions, groups, gpu_hosts):
+    errors = []
+    if not isinstance(partitions, list) or not partitions:
+        return ["inventory: slurm_controller_partitions: must be a non-empty list of {name, nodes, default}"]
+    names = set()
+    defaults = []
+    for i, part in enumerate(partitions):
+        if not isinstance(part, dict):
+            errors.append("inventory: slurm_controller_partitions[%d]: must be a dict with name and nodes" % i)
+            continue
+        name = part.get("name")
+        if name is None or not PARTITION_RE.match(str(name)) or str(name).lower() in ("default", "all"):
+            errors.append("inventory: slurm_controller_partitions[%d].name: %r is not a valid Slurm partition name "
+                          "(letters, digits, '_', '.', '-'; not DEFAULT or ALL)" % (i, name))
+        elif str(name) in names:
+            errors.append("inventory: slurm_controller_partitions[%d].name: partition %r is defined twice" % (i, name))
+        names.add(str(name))
+        if part.get("default", False) is True:
+            defaults.append(str(name))
+        elif not isinstance(part.get("default", False), bool):
+            errors.append("inventory: slurm_controller_partitions[%d].default: must be a boolean" % i)
+        nodes = part.get("nodes")
+        if not nodes:
+            errors.append("inventory: slurm_controller_partitions[%d].nodes: partition %r has no nodes" % (i, name))
+            continue
+        if nodes in groups:
+            members = set(groups[nodes])
+        elif hostlist_expand is not None:
+            try:
+                members = set(hostlist_expand(str(nodes)))
+            except ValueError as e:
+                errors.append("inventory: slurm_controller_partitions[%d].nodes: %s" % (i, e))
+                continue
+        else:
+            members = set(str(nodes).split(","))
+        unknown = sorted(members - gpu_hosts)
+        if unknown:
+            errors.append("inventory: slurm_controller_partitions[%d].nodes: partition %r names hosts that are not "
+                          "in gpu_nodes: %s" % (i, name, ", ".join(unknown)))
+    if len(defaults) > 1:
+        errors.append("inventory: slurm_controller_partitions: more than one default partition (%s)" % ", ".join(defaults))
+    return errors
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"preflight_inventory_errors": preflight_inventory_errors}
