@@ -17,13 +17,14 @@ mkdir -p "$cache"
 cp "$root/tests/sanity/get_pip_standin.py" "$cache/get_pip_${pipver//./_}.py"
 
 dest="$root/.cache/sanity/ansible_collections/clusterforge/gpu"
+rm -rf "$dest"
 mkdir -p "$dest"
 cd "$root"
 # Tracked and not-ignored files only: the venv, lab caches and test output never reach the sanity tree.
-git ls-files -co --exclude-standard -z | rsync -a --delete --from0 --files-from=- ./ "$dest/"
-# Files deleted from the work tree must disappear from the copy too.
-( cd "$dest" && find . -type f ! -path './tests/output/*' -print0 ) | while IFS= read -r -d '' f; do
-  [ -e "$root/$f" ] || rm -f "$dest/$f"
-done
+git ls-files -co --exclude-standard -z | rsync -a --from0 --files-from=- ./ "$dest/"
+# ansible-test lists files with git from the nearest repository; the copy sits inside this checkout's ignored
+# .cache, so give it a repository (index only) of its own.
+git -C "$dest" init -q
+git -C "$dest" add -A
 cd "$dest"
 exec "$bin/ansible-test" sanity --local --python "$pyver" --color no "$@"

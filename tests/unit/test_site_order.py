@@ -1,0 +1,59 @@
+"""site.yml is the architecture in one file: its plays must follow the fixed order."""
+
+import os
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ORDER = ["preflight", "common_os", "nvidia_driver", "dcgm", "pcie_acs", "gpu_tuning", "slurm_controller",
+         "slurm_compute", "lustre_server", "lustre_client", "nccl", "validate"]
+
+
+def _stages():
+    with open(os.path.join(ROOT, "site.yml")) as f:
+        plays = yaml.safe_load(f)
+    stages = []
+    for play in plays:
+        if "import_playbook" in play:
+            name = os.path.splitext(os.path.basename(play["import_playbook"]))[0]
+            stages.append(name)
+            continue
+        for role in play.get("roles", []):
+            name = role["role"] if isinstance(role, dict) else role
+            stages.append(name.split(".")[-1])
+    return stages, plays
+
+
+def test_stages_follow_the_fixed_order():
+    stages, _ = _stages()
+    known = [s for s in stages if s in ORDER]
+    assert known == sorted(known, key=ORDER.index), stages
+    assert len(known) == len(set(known)), "a stage appears twice: %s" % stages
+
+
+def test_every_stage_is_a_known_stage():
+    stages, _ = _stages()
+    assert set(stages) <= set(ORDER), set(stages) - set(ORDER)
+
+
+def test_preflight_first_and_fatal():
+    stages, plays = _stages()
+    assert stages[0] == "preflight"
+    assert plays[0]["hosts"] == "all"
+    assert plays[0]["any_errors_fatal"] is True
+    assert plays[0]["gather_facts"] is False
+
+
+def test_every_role_of_the_collection_with_tasks_is_in_site_yml():
+    stages, _ = _stages()
+    roles = sorted(d for d in os.listdir(os.path.join(ROOT, "roles"))
+                   if os.path.exists(os.path.join(ROOT, "roles", d, "tasks", "main.yml")))
+    assert set(roles) <= set(stages), "roles missing from site.yml: %s" % (set(roles) - set(stages))
+
+
+def test_roles_are_referenced_by_fqcn():
+    _, plays = _stages()
+    for play in plays:
+        for role in play.get("roles", []):
+            name = role["role"] if isinstance(role, dict) else role
+            assert name.startswith("clusterforge.gpu."), name
