@@ -21,7 +21,7 @@ ROLES_WITH_MOLECULE = $(sort $(patsubst roles/%/molecule/default/molecule.yml,%,
 phase = @printf '\n==> [%s] %s\n' "$$(date +%H:%M:%S)" "$(1)"
 
 .PHONY: help deps venv link bootstrap lab lab-up lab-converge lab-validate lab-down lint yamllint ansible-lint \
-        sanity test-unit test-conformance molecule molecule-all test-lab test build clean
+        sanity test-unit test-integration molecule molecule-all test-lab test build clean
 
 help:
 	@echo "make lab        install what is missing, start the container lab, run site.yml (and validation)"
@@ -93,6 +93,10 @@ test-unit: venv link
 	$(call phase,unit and conformance tests)
 	@pytest -q tests/unit tests/conformance
 
+test-integration: venv link
+	$(call phase,integration: preflight against broken inventories)
+	@pytest -q tests/integration
+
 molecule: bootstrap
 	@test -n "$(ROLE)" || { echo "usage: make molecule ROLE=<role>"; exit 2; }
 	@tests/lab/lab.sh image
@@ -110,7 +114,7 @@ test-lab: bootstrap
 	$(call phase,lab end-to-end)
 	@pytest -q tests/lab/test_lab_e2e.py
 
-test: bootstrap lint sanity test-unit molecule-all test-lab
+test: bootstrap lint sanity test-unit test-integration molecule-all test-lab
 	$(call phase,all tests passed)
 
 build: venv

@@ -47,7 +47,7 @@ def normalize_result(value):
     if value is None:
         return None
     word = str(value).strip().lower()
-    word = word.split(" - ")[0].strip()
+    word = word.split(" - ", 1)[0].strip()
     if word in ("pass", "passed", "ok"):
         return "pass"
     if word in ("fail", "failed", "failure", "error"):
@@ -198,7 +198,7 @@ def _extract_json(text):
     if start < 0:
         raise ValueError("no JSON object in the output")
     try:
-        data, _ = json.JSONDecoder().raw_decode(text[start:])
+        data = json.JSONDecoder().raw_decode(text[start:])[0]
     except ValueError as e:
         raise ValueError("output is not valid JSON: %s" % e)
     if not isinstance(data, dict):

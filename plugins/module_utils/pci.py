@@ -334,7 +334,7 @@ def iommu_state(cmdline, group_count):
     """{``enabled``: bool (IOMMU groups exist), ``groups``: int, ``passthrough``: iommu=pt,
     ``cmdline``: the IOMMU parameters, ``requested``: intel_iommu=on / amd_iommu=on present}."""
     params = parse_iommu_cmdline(cmdline)
-    requested = any(str(params.get(k, "")).split(",")[0] == "on" for k in ("intel_iommu", "amd_iommu"))
+    requested = any(str(params.get(k, "")).split(",", 1)[0] == "on" for k in ("intel_iommu", "amd_iommu"))
     return {
         "enabled": group_count > 0,
         "groups": group_count,

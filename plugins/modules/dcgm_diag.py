@@ -22,7 +22,7 @@ description:
   - DCGM has no HTTP health API; this module talks to the host engine through C(dcgmi) only.
   - The module never changes anything on the node and always returns C(changed=false).
 author:
-  - ClusterForge developers
+  - ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
 attributes:
@@ -270,14 +270,14 @@ def main():
 
     if limiter is not None and rc in TIMEOUT_RCS:
         module.fail_json(msg="dcgmi diag -r %s timed out after %s seconds" % (p["level"], p["timeout"]),
-                         cmd=cmd, stdout=out, stderr=err, **dict(empty, rc=rc))
+                         **dict(empty, cmd=cmd, stdout=out, stderr=err, rc=rc))
 
     parsed, fmt = parse_output(out, p["json_output"])
     if not parsed["tests"]:
         reason = "; ".join(parsed["errors"]) or (err or out or "").strip()[:2000] or "no output"
         module.fail_json(msg="dcgmi diag -r %s produced no test results (rc=%s): %s" % (p["level"], rc, reason),
-                         cmd=cmd, stdout=out, stderr=err, **dict(empty, rc=rc, output_format=fmt,
-                                                                         metadata=parsed["metadata"]))
+                         **dict(empty, cmd=cmd, stdout=out, stderr=err, rc=rc, output_format=fmt,
+                                metadata=parsed["metadata"]))
 
     per_gpu = dict((str(g), r) for g, r in gpu_results(parsed).items())
     tests = []

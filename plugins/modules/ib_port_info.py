@@ -19,7 +19,7 @@ description:
   - Optionally checks every port of the wanted link layer against O(expected_rate_gbps). It never changes
     anything.
 version_added: "1.0.0"
-author: ClusterForge developers
+author: ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
   - clusterforge.gpu.attributes.INFO_MODULE

@@ -26,7 +26,7 @@ description:
   - It never changes the fabric and always reports C(changed=false). ibdiagnet does write its report files
     (O(output_dir), default C(/var/tmp/ibdiagnet2)).
 version_added: "1.0.0"
-author: ClusterForge developers
+author: ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
 attributes:

@@ -22,7 +22,7 @@ description:
     filesystem default again.
   - No root privileges are needed on directories the user owns.
 author:
-  - ClusterForge developers
+  - ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
   - clusterforge.gpu.attributes.idempotent

@@ -88,7 +88,7 @@ attributes:
   check_mode:
     support: full
     details:
-      - Reads the GPUs and the state file, predicts RV(changed) and RV(gpus[].after), runs no setter and writes no file.
+      - Reads the GPUs and the state file, predicts C(changed) and RV(gpus[].after), runs no setter and writes no file.
   diff_mode:
     support: full
     details:
@@ -108,7 +108,7 @@ notes:
 seealso:
   - module: clusterforge.gpu.nvidia_smi_info
 author:
-  - ClusterForge developers
+  - ClusterForge developers (@clusterforge)
 """
 
 EXAMPLES = r"""
@@ -630,7 +630,9 @@ class NvidiaSmi(object):
         result = {"changed": changed, "gpus": gpus_out, "cmd": self.setter_cmds, "state_file": self.state_path,
                   "state_file_changed": state_changed}
         if module._diff:
-            key = lambda g: "GPU %s %s" % (g["index"], g["uuid"])  # noqa: E731
+            def key(g):
+                return "GPU %s %s" % (g["index"], g["uuid"])
+
             result["diff"] = {"before": dict((key(g), g["before"]) for g in gpus_out),
                               "after": dict((key(g), g["after"]) for g in gpus_out)}
         for failed in ([failure] if failure else []) + mismatch:

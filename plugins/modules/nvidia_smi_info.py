@@ -36,7 +36,7 @@ requirements:
 seealso:
   - module: clusterforge.gpu.nvidia_smi
 author:
-  - ClusterForge developers
+  - ClusterForge developers (@clusterforge)
 """
 
 EXAMPLES = r"""

@@ -25,7 +25,7 @@ description:
     anything on a host where a device is bound to C(vfio-pci) or SR-IOV virtual functions are in use, unless
     O(force=true).
 version_added: "1.0.0"
-author: ClusterForge developers
+author: ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
 attributes:

@@ -23,7 +23,7 @@ description:
   - Reading extended configuration space needs root. Without it lspci prints C(<access denied>); the module
     then warns and the ACS data is incomplete.
 version_added: "1.0.0"
-author: ClusterForge developers
+author: ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
   - clusterforge.gpu.attributes.INFO_MODULE

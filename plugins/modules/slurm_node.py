@@ -25,7 +25,7 @@ description:
     unless O(force=true). Nodes drained by someone else stay drained and are reported in RV(skipped).
   - Unknown node names fail the module before anything is changed.
 author:
-  - ClusterForge developers
+  - ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
 attributes:
@@ -248,7 +248,7 @@ _REASON_STATES = ("DOWN", "FAIL", "FAILING")
 
 
 def _join_state(base, flags):
-    return "+".join([base] + [f for f in flags])
+    return "+".join([base] + list(flags))
 
 
 def _decide(module, name, node):
@@ -304,7 +304,7 @@ class _WaitFailed(Exception):
 def _wait_drained(module, sinfo, entries):
     """Poll sinfo until every node in ``entries`` is DRAINED; returns the seconds waited."""
     params = module.params
-    pending = [e for e in entries]
+    pending = list(entries)
     start = time.monotonic()
     deadline = start + params["wait_timeout_seconds"]
     last = {}

@@ -158,7 +158,7 @@ def run_playbook(tmp_path, inventory, playbook="site.yml"):
         "PATH": BIN + os.pathsep + env.get("PATH", ""),
     })
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inv), os.path.join(ROOT, playbook)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     return proc.returncode, proc.stdout + proc.stderr
 
 
@@ -176,7 +176,7 @@ def test_bad_inventory_is_rejected_before_any_change(tmp_path, mutate, message):
 
 
 def test_each_case_has_its_own_message():
-    messages = [m for _, m in CASES]
+    messages = [case[1] for case in CASES]
     assert len(set(messages)) == len(messages) >= 10
 
 
@@ -191,7 +191,7 @@ def test_shipped_inventories_pass_preflight(inventory):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), ANSIBLE_CACHE_PLUGIN="memory")
     proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", inventory, "playbooks/preflight.yml"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "inventory passed preflight" in proc.stdout or "ok=1" in proc.stdout
 
@@ -199,7 +199,7 @@ def test_shipped_inventories_pass_preflight(inventory):
 def test_example_inventory_describes_the_reference_design():
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"))
     proc = subprocess.run([os.path.join(BIN, "ansible-inventory"), "-i", "inventories/example", "--list"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     inv = json.loads(proc.stdout)
     gpu = inv["gpu_nodes"]["hosts"]
     assert len(gpu) == 8

@@ -25,7 +25,7 @@ RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s
 
 
 def run(cmd, timeout=3000):
-    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout, check=False)
     out = proc.stdout + proc.stderr
     print(out[-20000:])
     return proc.returncode, out
@@ -37,7 +37,7 @@ def recap(out):
 
 
 def podman_exec(host, *argv):
-    proc = subprocess.run(["podman", "exec", host] + list(argv), env=ENV, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(["podman", "exec", host] + list(argv), env=ENV, capture_output=True, text=True, timeout=120, check=False)
     return proc.returncode, proc.stdout
 
 

@@ -31,7 +31,7 @@ def env(tmp_path):
 
 def emu(tool, args, env):
     p = subprocess.run([sys.executable, tool] + [str(a) for a in args], env=env, capture_output=True, text=True,
-                       timeout=60)
+                       timeout=60, check=False)
     return p.returncode, p.stdout, p.stderr
 
 

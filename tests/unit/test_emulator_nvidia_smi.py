@@ -37,7 +37,7 @@ class Emu(object):
 
     def __call__(self, *args):
         proc = subprocess.run([sys.executable, EMU] + list(args), env=self.env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+                              stderr=subprocess.PIPE, universal_newlines=True, timeout=30, check=False)
         return proc.returncode, proc.stdout, proc.stderr
 
     def ok(self, *args):

@@ -35,7 +35,7 @@ def emu(tmp_path, monkeypatch):
         e = dict(env)
         e.update(kw.get("env", {}))
         p = subprocess.run([sys.executable, os.path.join(EMULATORS, tool)] + list(args), env=e,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
         return p.returncode, p.stdout, p.stderr
     run.env = env
     run.tmp = tmp_path
@@ -71,13 +71,13 @@ def test_lspci_tree_parses_as_hgx(emu):
 
 
 def test_lspci_filters_and_plain_format(emu):
-    rc, out, _ = emu("lspci", "-d", "::0604")
+    rc, out, dummy = emu("lspci", "-d", "::0604")
     lines = out.splitlines()
     assert rc == 0 and len(lines) == 25 and all(" PCI bridge: " in line for line in lines)
     assert lines[0].startswith("16:01.0 ")  # no domain without -D
-    rc, out, _ = emu("lspci", "-nn", "-d", "10de:")
+    rc, out, dummy = emu("lspci", "-nn", "-d", "10de:")
     assert len(out.splitlines()) == 8 and "3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)" in out
-    rc, out, _ = emu("lspci", "-vvv", "-s", "1a:00.0")
+    rc, out, dummy = emu("lspci", "-vvv", "-s", "1a:00.0")
     devs = pci.parse_lspci_acs(out)
     assert [d["bdf"] for d in devs] == ["0000:1a:00.0"] and devs[0]["acs_enabled"]
     rc, out, err = emu("lspci", "-Q")
@@ -178,14 +178,14 @@ def test_ibdiagnet_injected_errors_and_reset(emu, tmp_path):
     assert [s["errors"] for s in r["stages"] if s["name"] == "Port Counters"] == [3] and r["total_errors"] == 3
     emu("ibdiagnet", "--emu-reset")
     assert ib.parse_ibdiagnet(emu("ibdiagnet", "-o", str(tmp_path))[1])["total_errors"] == 0
-    rc, out, _ = emu("ibdiagnet", "--ls", "42")
+    rc, out, dummy = emu("ibdiagnet", "--ls", "42")
     assert rc != 0 and "-E-" in out
 
 
 def test_ibdiagnet_fails_when_all_ports_down(emu, tmp_path):
     for i in range(8):
         emu("ibstat", "--emu-port-down", "mlx5_%d" % i)
-    rc, out, _ = emu("ibdiagnet", "-o", str(tmp_path))
+    rc, out, dummy = emu("ibdiagnet", "-o", str(tmp_path))
     assert rc == 1 and "-E-" in out
 
 

@@ -22,7 +22,7 @@ def emulate(tool, *args, **env):
     path = os.path.join(EMULATORS, tool)
     clean = {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
     clean.update(env)
-    proc = subprocess.run([path] + list(args), env=clean, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([path] + list(args), env=clean, capture_output=True, text=True, timeout=60, check=False)
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -156,5 +156,5 @@ def test_ib_write_bw_server_side_prints_header_only():
 def test_emulators_run_with_the_current_python_too():
     # The lab installs them into containers with whatever python3 is there; they must not need a venv.
     rc = subprocess.run([sys.executable, os.path.join(EMULATORS, "ib_write_bw"), "--report_gbits", "h"],
-                        capture_output=True, timeout=60).returncode
+                        capture_output=True, timeout=60, check=False).returncode
     assert rc == 0

@@ -130,7 +130,7 @@ def devices():
             d["num_vfs"] = vfs if d["bdf"] == state.get("sriov_pf") else 0
         out.append(d)
         if d.get("sriov") and d["num_vfs"]:
-            dom, bus, _ = d["bdf"].split(":")
+            dom, bus = d["bdf"].split(":")[:2]
             for k in range(1, d["num_vfs"] + 1):
                 vf = _dev("%s:%s:%02x.%d" % (dom, bus, k // 8, k % 8), "vf", "Infiniband controller", "0207", "15b3",
                           "101e", "Mellanox Technologies ConnectX Family mlx5Gen Virtual Function", None,

@@ -111,7 +111,7 @@ def _random_hosts(rng):
     prefixes = ["gpu", "node", "r1n", "rack-", "stor", "a"]
     suffixes = ["", "", "", "-ib"]
     hosts = []
-    for _ in range(rng.randint(1, 40)):
+    for dummy in range(rng.randint(1, 40)):
         prefix = rng.choice(prefixes)
         suffix = rng.choice(suffixes)
         width = rng.choice([1, 2, 3])

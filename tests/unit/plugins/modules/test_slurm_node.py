@@ -9,16 +9,16 @@ from cf_module_helper import Tool, run_module
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand
 from ansible_collections.clusterforge.gpu.plugins.modules import slurm_node
 
-NODE_TEMPLATE = """NodeName={name} Arch=x86_64 CoresPerSocket=48 
+NODE_TEMPLATE = """NodeName={name} Arch=x86_64 CoresPerSocket=48
    CPUAlloc={alloc} CPUEfctv=192 CPUTot=192 CPULoad=1.00
    AvailableFeatures=h100,ib_ndr
    ActiveFeatures=h100,ib_ndr
    Gres=gpu:h100:8(S:0-1)
    NodeAddr={name} NodeHostName={name} Version=23.11.4
-   OS=Linux 5.15.0-105-generic #115-Ubuntu SMP Mon Apr 15 09:52:04 UTC 2024 
+   OS=Linux 5.15.0-105-generic #115-Ubuntu SMP Mon Apr 15 09:52:04 UTC 2024
    RealMemory=2000000 AllocMem=0 FreeMem=1990000 Sockets=2 Boards=1
    State={state} ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A
-   Partitions=gpu 
+   Partitions=gpu
    CfgTRES=cpu=192,mem=2000000M,billing=192,gres/gpu=8
    AllocTRES=
    CurrentWatts=0 AveWatts=0
