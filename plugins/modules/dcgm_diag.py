@@ -269,15 +269,16 @@ def main():
     cmd = quote(cmd_list)
 
     if limiter is not None and rc in TIMEOUT_RCS:
-        module.fail_json(msg="dcgmi diag -r %s timed out after %s seconds" % (p["level"], p["timeout"]),
-                         **dict(empty, cmd=cmd, stdout=out, stderr=err, rc=rc))
+        res = dict(empty)
+        res.update(cmd=cmd, stdout=out, stderr=err, rc=rc)
+        module.fail_json(msg="dcgmi diag -r %s timed out after %s seconds" % (p["level"], p["timeout"]), **res)
 
     parsed, fmt = parse_output(out, p["json_output"])
     if not parsed["tests"]:
         reason = "; ".join(parsed["errors"]) or (err or out or "").strip()[:2000] or "no output"
-        module.fail_json(msg="dcgmi diag -r %s produced no test results (rc=%s): %s" % (p["level"], rc, reason),
-                         **dict(empty, cmd=cmd, stdout=out, stderr=err, rc=rc, output_format=fmt,
-                                metadata=parsed["metadata"]))
+        res = dict(empty)
+        res.update(cmd=cmd, stdout=out, stderr=err, rc=rc, output_format=fmt, metadata=parsed["metadata"])
+        module.fail_json(msg="dcgmi diag -r %s produced no test results (rc=%s): %s" % (p["level"], rc, reason), **res)
 
     per_gpu = dict((str(g), r) for g, r in gpu_results(parsed).items())
     tests = []
