@@ -46,9 +46,15 @@ $(BIN)/.stamp: requirements.txt
 
 venv: $(BIN)/.stamp
 
+STALE_COPY := $(HOME)/.ansible/collections/ansible_collections/clusterforge/gpu
+
 link:
 	@mkdir -p $(dir $(COLL_LINK)) .cache/facts
 	@test -L $(COLL_LINK) || ln -sfn $(ROOT) $(COLL_LINK)
+	@# An installed copy of this collection in ~/.ansible/collections (left by an older molecule prerun or a
+	@# manual install) would shadow the checkout for ansible-lint: remove it.
+	@if [ -d "$(STALE_COPY)" ] && [ ! -L "$(STALE_COPY)" ]; then \
+	  echo "removing a stale installed copy of clusterforge.gpu: $(STALE_COPY)"; rm -rf "$(STALE_COPY)"; fi
 
 bootstrap: deps venv link
 
@@ -83,7 +89,7 @@ ansible-lint: venv link
 	$(call phase,ansible-lint (production profile))
 	@ansible-lint --offline
 
-lint: yamllint ansible-lint
+lint: link yamllint ansible-lint
 
 sanity: venv
 	$(call phase,ansible-test sanity)

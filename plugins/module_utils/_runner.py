@@ -24,7 +24,7 @@ class ToolRunner(object):
     """Runs one external tool for an AnsibleModule.
 
     ``path`` is the user's override (a module option such as ``nvidia_smi_path``); otherwise the tool is
-    looked up on PATH and in the usual sbin directories. A missing tool fails the module with a clear
+    looked up on PATH, in PATH order, and then in /sbin, /usr/sbin and /usr/local/sbin. A missing tool fails the module with a clear
     message before anything is changed.
     """
 
@@ -35,7 +35,9 @@ class ToolRunner(object):
         if path:
             self.bin = path
         else:
-            self.bin = module.get_bin_path(tool, required=False, opt_dirs=["/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/bin"])
+            # PATH order decides (a site's wrapper in /usr/local/bin wins over the packaged tool), then the sbin
+            # directories that get_bin_path always adds.
+            self.bin = module.get_bin_path(tool, required=False)
         if self.bin is None and required:
             module.fail_json(msg="%s was not found on this host; install it or set its path option" % tool, changed=False)
 

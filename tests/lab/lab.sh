@@ -4,6 +4,8 @@
 #   lab.sh up        create the lab network and the containers of inventories/lab (idempotent)
 #   lab.sh down      remove the lab containers and network
 #   lab.sh status    list the lab containers
+# Every container has eth0 on the management network and eth1 on the fabric network (names pinned: podman
+# does not keep the order of --network options).
 # Hosts are read from LAB_HOSTS (default: the hosts of inventories/lab).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -78,8 +80,10 @@ up() {
     fi
     log "creating container $h ($ip, fabric $fip)"
     podman run -d --name "$h" --hostname "$h" \
-      --network "$NETWORK:ip=$ip" --network "$FABRIC_NETWORK:ip=$fip" --systemd=always \
+      --network "$NETWORK:ip=$ip,interface_name=eth0" --network "$FABRIC_NETWORK:ip=$fip,interface_name=eth1" \
+      --systemd=always \
       --cap-add SYS_ADMIN --cap-add NET_ADMIN --cap-add SYS_NICE \
+      -v cf-lustre-shared:/srv/cf-lustre-shared \
       --label clusterforge.lab=1 "$IMAGE" /sbin/init >/dev/null
   done < <(grep '^HOST' <<<"$plan")
   for h in "${hosts[@]}"; do
@@ -97,6 +101,8 @@ down() {
   for h in $(podman ps -a --filter label=clusterforge.lab=1 --format '{{.Names}}'); do
     log "removing $h"; podman rm -f -t 2 "$h" >/dev/null
   done
+  # The emulated Lustre file system's shared data (test-only; see tests/lab/emulators_lustre.yml).
+  if podman volume exists cf-lustre-shared; then podman volume rm -f cf-lustre-shared >/dev/null; log "removed volume cf-lustre-shared"; fi
   for n in "$NETWORK" "$FABRIC_NETWORK"; do
     if podman network exists "$n"; then podman network rm "$n" >/dev/null; log "removed network $n"; fi
   done
