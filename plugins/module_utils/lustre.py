@@ -420,3 +420,180 @@ def setstripe_args(desired):
         if comp.get("pool"):
             args += ["-p", comp["pool"]]
     return args
+
+
+# ------------------------------------------------------------------------------------------------ server tools
+# Parsers for the Lustre server tools (tunefs.lustre, lctl llog_print, lnetctl). The roles read the same outputs
+# with Jinja; these keep the lab emulators honest (tests/unit/test_emulator_lustre_server.py) and serve modules.
+
+LDD_FLAG_MDT = 0x1
+LDD_FLAG_OST = 0x2
+LDD_FLAG_MGS = 0x4
+LDD_FLAG_VIRGIN = 0x20
+
+_LDD_LINE_RE = re.compile(r"^(Target|Index|UUID|Lustre FS|Mount type|Flags|Persistent mount opts|Parameters):"
+                          r"[ \t]*(.*)$")
+
+
+def _parse_ldd_block(lines):
+    ldd = {}
+    for line in lines:
+        m = _LDD_LINE_RE.match(line.rstrip("\r\n"))
+        if not m:
+            continue
+        key, value = m.group(1), m.group(2).strip()
+        if key == "Target":
+            ldd["target"] = value
+        elif key == "Index":
+            ldd["index"] = None if value in ("unassigned", "") else _int_or_none(value)
+        elif key == "UUID":
+            ldd["uuid"] = value
+        elif key == "Lustre FS":
+            ldd["fsname"] = value
+        elif key == "Mount type":
+            ldd["mount_type"] = value
+        elif key == "Flags":
+            ldd["flags"] = int(value, 16) if value.lower().startswith("0x") else _int_or_none(value)
+        elif key == "Persistent mount opts":
+            ldd["mount_opts"] = value
+        elif key == "Parameters":
+            ldd["params"] = value.split()
+    if "flags" in ldd and ldd["flags"] is not None:
+        flags = ldd["flags"]
+        ldd["types"] = [name for name, bit in (("MGS", LDD_FLAG_MGS), ("MDT", LDD_FLAG_MDT), ("OST", LDD_FLAG_OST))
+                        if flags & bit]
+        ldd["first_time"] = bool(flags & LDD_FLAG_VIRGIN)
+    return ldd
+
+
+def parse_tunefs_dryrun(text):
+    """Parse ``tunefs.lustre --dryrun <dev>`` (also ``mkfs.lustre --dryrun``).
+
+    Returns ``{"found": bool, "previous": ldd or None, "permanent": ldd or None}``; each ldd has ``target``,
+    ``index`` (None when unassigned), ``fsname``, ``mount_type``, ``flags`` (int), ``types`` (MGS/MDT/OST),
+    ``first_time``, ``mount_opts`` and ``params`` (list of ``key=value``). ``found`` is False when the tool
+    said ``checking for existing Lustre data: not found`` or printed no previous values.
+    """
+    sections = {}
+    current = None
+    found = None
+    for line in (text or "").splitlines():
+        stripped = line.strip()
+        if stripped.startswith("checking for existing Lustre data:"):
+            found = stripped.endswith("found") and not stripped.endswith("not found")
+            continue
+        if stripped in ("Read previous values:", "Permanent disk data:"):
+            current = "previous" if stripped.startswith("Read") else "permanent"
+            sections[current] = []
+            continue
+        if current:
+            sections[current].append(line)
+    result = {"found": found if found is not None else "previous" in sections, "previous": None,
+              "permanent": None}
+    for name in ("previous", "permanent"):
+        if name in sections:
+            result[name] = _parse_ldd_block(sections[name])
+    return result
+
+
+_LLOG_RECORD_RE = re.compile(r"^\s*-\s*\{\s*(.*?)\s*\}\s*$")
+
+
+def parse_llog_params(text):
+    """Parse ``lctl --device MGS llog_print params``: one ``- { index: N, event: set_param, device: general,
+    parameter: P, value: V }`` line per record (older versions print ``param:``).
+
+    Returns ``{"records": [...], "params": {parameter: value}}``; later records win, and a record without a
+    value (a ``set_param -P -d`` deletion) removes the parameter.
+    """
+    records = []
+    params = {}
+    for line in (text or "").splitlines():
+        m = _LLOG_RECORD_RE.match(line)
+        if not m:
+            continue
+        rec = {}
+        for part in m.group(1).split(", "):
+            if ":" not in part:
+                continue
+            key, value = part.split(":", 1)
+            rec[key.strip()] = value.strip()
+        name = rec.get("parameter", rec.get("param"))
+        if name is None:
+            continue
+        rec = {"index": _int_or_none(rec.get("index")), "event": rec.get("event"), "device": rec.get("device"),
+               "parameter": name, "value": rec.get("value")}
+        records.append(rec)
+        if rec["value"] is None or rec["event"] in ("del", "delete"):
+            params.pop(name, None)
+        else:
+            params[name] = rec["value"]
+    return {"records": records, "params": params}
+
+
+def lnet_net_name(net):
+    """``tcp0`` -> ``tcp``, ``o2ib0`` -> ``o2ib`` (what lnetctl prints); ``tcp1`` is kept."""
+    m = re.match(r"^([a-z0-9]*?[a-z])(\d*)$", net or "")
+    if not m:
+        return net
+    return m.group(1) if m.group(2) in ("", "0") else net
+
+
+def parse_lnetctl_net_show(text):
+    """Parse ``lnetctl net show [-v]`` (and ``lnetctl export``) without a YAML library.
+
+    Returns ``{net_type: [{"nid": ..., "status": ..., "interfaces": [...]}]}`` in output order; ``lo`` is
+    included when printed. Unknown keys (statistics, tunables) are ignored.
+    """
+    nets = {}
+    current = None
+    ni = None
+    in_ifaces = False
+    for raw in (text or "").splitlines():
+        line = raw.rstrip()
+        m = re.match(r"^\s*-\s*net type:\s*(\S+)\s*$", line)
+        if m:
+            current = m.group(1)
+            nets.setdefault(current, [])
+            ni, in_ifaces = None, False
+            continue
+        if current is None:
+            continue
+        m = re.match(r"^\s*-\s*(nid|interfaces):\s*(\S*)\s*$", line)
+        if m:
+            ni = {"nid": None, "status": None, "interfaces": []}
+            nets[current].append(ni)
+            if m.group(1) == "nid":
+                ni["nid"] = m.group(2)
+                in_ifaces = False
+            else:
+                in_ifaces = True
+            continue
+        if ni is None:
+            continue
+        m = re.match(r"^\s*(status|interfaces):\s*(\S*)\s*$", line)
+        if m:
+            if m.group(1) == "status":
+                ni["status"] = m.group(2)
+                in_ifaces = False
+            else:
+                in_ifaces = True
+            continue
+        m = re.match(r"^\s*\d+:\s*(\S+)\s*$", line)
+        if m and in_ifaces:
+            ni["interfaces"].append(m.group(1))
+            continue
+        if re.match(r"^\s*[A-Za-z][\w ()]*:", line):
+            in_ifaces = False
+    return nets
+
+
+def parse_lctl_dl(text):
+    """Parse ``lctl dl``: ``[{"index", "status", "type", "name", "uuid", "refcount"}]``."""
+    devices = []
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[0].isdigit():
+            devices.append({"index": int(fields[0]), "status": fields[1], "type": fields[2], "name": fields[3],
+                            "uuid": fields[4], "refcount": _int_or_none(fields[5])})
+    return devices
