@@ -7,6 +7,7 @@ Runs against the lab of inventories/lab (tests/lab/lab.sh up creates it if it is
 import os
 import re
 import subprocess
+import time
 
 import pytest
 
@@ -89,3 +90,33 @@ def test_emulated_gpus_are_visible_on_gpu_nodes(converged):
     assert rc == 0 and out.splitlines() == ["NVIDIA H100 80GB HBM3"] * 8, out
     rc = podman_exec("head01", "sh", "-c", "command -v nvidia-smi")[0]
     assert rc != 0, "the controller must not look like a GPU node"
+
+
+def test_slurm_schedules_gpu_jobs_across_the_lab(converged):
+    rc, out = podman_exec("head01", "sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %t")
+    assert rc == 0, out
+    states = dict(line.split() for line in out.splitlines())
+    assert states == {"gpu01": "idle", "gpu02": "idle"}, out
+    rc, out = podman_exec("head01", "srun", "-N2", "--gres=gpu:1", "--time=1", "hostname")
+    assert rc == 0 and sorted(out.split()) == ["gpu01", "gpu02"], out
+    rc, out = podman_exec("head01", "srun", "-N1", "--gres=gpu:9", "--time=1", "--immediate=5", "hostname")
+    assert rc != 0, "a job asking for more GPUs than a node has must be rejected: " + out
+
+
+def test_slurm_accounting_records_jobs_in_mariadb(converged):
+    rc, out = podman_exec("head01", "srun", "-N1", "--job-name=cf-e2e-acct", "--time=1", "true")
+    assert rc == 0, out
+    # slurmctld hands finished jobs to slurmdbd asynchronously: poll for up to a minute.
+    for dummy in range(30):
+        rc, out = podman_exec("head01", "sacct", "-X", "-n", "-P", "--name=cf-e2e-acct", "--format=JobName,State")
+        if rc == 0 and "cf-e2e-acct|COMPLETED" in out.split():
+            break
+        time.sleep(2)
+    assert rc == 0 and "cf-e2e-acct|COMPLETED" in out.split(), out
+
+
+def test_lustre_is_mounted_on_clients_and_shares_data(converged):
+    rc, out = podman_exec("gpu01", "sh", "-c", "echo cf-e2e > /mnt/cflab/cf-e2e.txt && sync")
+    assert rc == 0, out
+    rc, out = podman_exec("gpu02", "cat", "/mnt/cflab/cf-e2e.txt")
+    assert rc == 0 and out.strip() == "cf-e2e", out
