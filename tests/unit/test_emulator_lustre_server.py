@@ -31,7 +31,7 @@ def env(tmp_path):
 
 def emu(tool, args, env):
     p = subprocess.run([sys.executable, os.path.join(EMULATORS, tool)] + [str(a) for a in args], env=env,
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, check=False)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -64,11 +64,11 @@ def test_helper_says_it_is_emulator_code():
 
 def test_lnetctl_show_export_import(lnet, tmp_path):
     nets = L.parse_lnetctl_net_show(emu("lnetctl", ["net", "show"], lnet)[1])
-    assert list(nets) == ["lo", "tcp"] and nets["tcp"][0] == {"nid": "127.0.0.1@tcp", "status": "up",
-                                                             "interfaces": ["lo"]}
-    rc, _, err = emu("lnetctl", ["net", "add", "--net", "tcp", "--if", "lo"], lnet)
+    expected = {"nid": "127.0.0.1@tcp", "status": "up", "interfaces": ["lo"]}
+    assert list(nets) == ["lo", "tcp"] and nets["tcp"][0] == expected
+    rc, dummy, err = emu("lnetctl", ["net", "add", "--net", "tcp", "--if", "lo"], lnet)
     assert rc != 0 and "errno: -17" in err and "File exists" in err
-    rc, _, err = emu("lnetctl", ["net", "add", "--net", "o2ib0", "--if", "ib-nosuch"], lnet)
+    rc, dummy, err = emu("lnetctl", ["net", "add", "--net", "o2ib0", "--if", "ib-nosuch"], lnet)
     assert rc != 0 and "No such device" in err
     conf = tmp_path / "lnet.conf"
     assert emu("lnetctl", ["export", "--backup", conf], lnet)[0] == 0
@@ -82,8 +82,9 @@ def test_lnetctl_show_export_import(lnet, tmp_path):
 
 def test_mkfs_tunefs_identity_and_refusal(lnet, tmp_path):
     dev = tmp_path / "devs" / "ost0"
-    rc, out, _ = emu("mkfs.lustre", ["--fsname=cflab", "--ost", "--index=3", "--mgsnode=10.0.0.1@tcp0",
-                                     "--servicenode=10.0.0.5@tcp", "--servicenode=10.0.0.6@tcp", dev], lnet)
+    args = ["--fsname=cflab", "--ost", "--index=3", "--mgsnode=10.0.0.1@tcp0",
+            "--servicenode=10.0.0.5@tcp", "--servicenode=10.0.0.6@tcp", dev]
+    rc, out, dummy = emu("mkfs.lustre", args, lnet)
     assert rc == 0 and "Writing CONFIGS/mountdata" in out
     made = L.parse_tunefs_dryrun(out)
     assert made["permanent"]["target"] == "cflab:OST0003" and made["permanent"]["first_time"] is True
@@ -94,7 +95,7 @@ def test_mkfs_tunefs_identity_and_refusal(lnet, tmp_path):
     assert ldd["params"] == ["mgsnode=10.0.0.1@tcp", "failover.node=10.0.0.5@tcp:10.0.0.6@tcp"]
     assert ldd["flags"] & 0x1000  # no_primnode with --servicenode
     before = dev.read_bytes()
-    rc, _, err = emu("mkfs.lustre", ["--fsname=cflab", "--ost", "--index=3", "--mgsnode=10.0.0.1@tcp", dev], lnet)
+    rc, dummy, err = emu("mkfs.lustre", ["--fsname=cflab", "--ost", "--index=3", "--mgsnode=10.0.0.1@tcp", dev], lnet)
     assert rc == 17 and "was previously formatted for lustre. Use --reformat" in err
     assert dev.read_bytes() == before
     log = (tmp_path / "state" / "mkfs.lustre.log").read_text().splitlines()
@@ -113,7 +114,7 @@ def test_mkfs_argument_checks(env, tmp_path):
     assert emu("mkfs.lustre", ["--fsname=waytoolongname", "--ost", "--index=0", "--mgsnode=1.2.3.4@tcp", dev], env)[0] != 0
     assert emu("mkfs.lustre", ["--fsname=fs", "--ost", "--index=0", dev], env)[0] != 0  # no MGS
     assert emu("mkfs.lustre", ["--fsname=fs", "--ost", "--mdt", "--index=0", "--mgsnode=a@tcp", dev], env)[0] != 0
-    rc, out, _ = emu("mkfs.lustre", ["--dryrun", "--fsname=fs", "--mgs", "--mdt", "--index=0", dev], env)
+    rc, out, dummy = emu("mkfs.lustre", ["--dryrun", "--fsname=fs", "--mgs", "--mdt", "--index=0", dev], env)
     assert rc == 0 and "exiting before disk write." in out
     assert L.parse_tunefs_dryrun(out)["permanent"]["types"] == ["MGS", "MDT"]
     assert emu("tunefs.lustre", ["--dryrun", dev], env)[0] == 19  # dry run wrote nothing
@@ -132,12 +133,12 @@ def _format_fs(env, tmp_path):
 def test_server_mount_order_params_and_client(lnet, tmp_path):
     devs = tmp_path / "devs"
     mgs = _format_fs(lnet, tmp_path)
-    rc, _, err = emu("mount.lustre", [devs / "ost0", "/mnt/t/ost0"], lnet)
+    rc, dummy, err = emu("mount.lustre", [devs / "ost0", "/mnt/t/ost0"], lnet)
     assert rc != 0 and "Is the MGS running?" in err  # OST before MGS: refused
     assert emu("mount.lustre", [devs / "mdt0", "/mnt/t/mdt0", "-o", "rw,_netdev"], lnet)[0] == 0
     assert emu("mount.lustre", [devs / "ost0", "/mnt/t/ost0"], lnet)[0] == 0
     assert emu("mount.lustre", [devs / "ost1", "/mnt/t/ost1"], lnet)[0] == 0
-    rc, _, err = emu("mount.lustre", [devs / "ost1", "/mnt/t/ost1b"], lnet)
+    rc, dummy, err = emu("mount.lustre", [devs / "ost1", "/mnt/t/ost1b"], lnet)
     assert rc != 0 and "already running" in err
     ldd = L.parse_tunefs_dryrun(emu("tunefs.lustre", ["--dryrun", devs / "ost1"], lnet)[1])["previous"]
     assert ldd["target"] == "cflab-OST0001" and ldd["first_time"] is False
@@ -154,34 +155,34 @@ def test_server_mount_order_params_and_client(lnet, tmp_path):
     assert [r["index"] for r in llog["records"]] == [2, 3]
     assert emu("lctl", ["get_param", "-n", "obdfilter.cflab-OST*.brw_size"], lnet)[1].split() == ["16", "16"]
     # client: MGS NID must match, file system must exist
-    rc, _, err = emu("mount.lustre", ["10.9.9.9@tcp:/cflab", "/mnt/cflab"], lnet)
+    rc, dummy, err = emu("mount.lustre", ["10.9.9.9@tcp:/cflab", "/mnt/cflab"], lnet)
     assert rc != 0 and "Is the MGS running?" in err
-    rc, _, err = emu("mount.lustre", [mgs + ":/nofs", "/mnt/nofs"], lnet)
+    rc, dummy, err = emu("mount.lustre", [mgs + ":/nofs", "/mnt/nofs"], lnet)
     assert rc != 0 and "Is the filesystem name correct?" in err
     assert emu("mount.lustre", [mgs.replace("@tcp", "@tcp0") + ":/cflab", "/mnt/cflab", "-o", "flock"], lnet)[0] == 0
     assert (tmp_path / "shared" / "cflab").is_dir()
-    rc, out, _ = emu("lctl", ["get_param", "osc.*.max_rpcs_in_flight"], lnet)
+    rc, out, dummy = emu("lctl", ["get_param", "osc.*.max_rpcs_in_flight"], lnet)
     lines = out.split()
     assert rc == 0 and len(lines) == 2 and all(x.startswith("osc.cflab-OST000") and x.endswith("=32") for x in lines)
     assert emu("lctl", ["get_param", "-n", "osc.*.max_pages_per_rpc"], lnet)[1].split() == ["1024", "1024"]
-    rc, out, _ = emu("lctl", ["set_param", "osc.*.max_pages_per_rpc=16M"], lnet)
+    rc, out, dummy = emu("lctl", ["set_param", "osc.*.max_pages_per_rpc=16M"], lnet)
     assert rc == 0 and out.count("=4096") == 2
     assert emu("lctl", ["get_param", "-n", "osc.cflab-OST*.max_pages_per_rpc"], lnet)[1].split() == ["4096", "4096"]
     assert emu("lctl", ["get_param", "-n", "llite.*.max_read_ahead_mb"], lnet)[1].split() == ["64"]
-    rc, _, err = emu("lctl", ["get_param", "-n", "osc.*.no_such_param"], lnet)
+    rc, dummy, err = emu("lctl", ["get_param", "-n", "osc.*.no_such_param"], lnet)
     assert rc != 0 and "No such file or directory" in err
     assert emu("lctl", ["get_param", "-n", "health_check"], lnet)[1].strip() == "healthy"
 
 
 def test_set_param_persistent_needs_mgs(lnet):
-    rc, _, err = emu("lctl", ["set_param", "-P", "osc.*.max_dirty_mb=512"], lnet)
+    rc, dummy, err = emu("lctl", ["set_param", "-P", "osc.*.max_dirty_mb=512"], lnet)
     assert rc != 0 and "MGS" in err
     assert emu("lctl", ["--device", "MGS", "llog_print", "params"], lnet)[0] != 0
 
 
 def test_mount_refuses_unformatted_and_lnet_down(env, tmp_path):
-    rc, _, err = emu("mount.lustre", [tmp_path / "devs" / "blank", "/mnt/x"], env)
+    rc, dummy, err = emu("mount.lustre", [tmp_path / "devs" / "blank", "/mnt/x"], env)
     assert rc != 0 and "has not been formatted with mkfs.lustre" in err
     assert emu("mkfs.lustre", ["-q", "--fsname=fs", "--mgs", "--mdt", "--index=0", tmp_path / "devs" / "mdt0"], env)[0] == 0
-    rc, _, err = emu("mount.lustre", [tmp_path / "devs" / "mdt0", "/mnt/x"], env)
+    rc, dummy, err = emu("mount.lustre", [tmp_path / "devs" / "mdt0", "/mnt/x"], env)
     assert rc != 0 and "Network is down" in err

@@ -1,4 +1,5 @@
-# ClusterForge TEST EMULATOR support code for mkfs.lustre, tunefs.lustre, mount.lustre, lctl and lnetctl: not the real tools. Test-only; installed only into lab and molecule containers.
+# ClusterForge TEST EMULATOR support code for mkfs.lustre, tunefs.lustre, mount.lustre, lctl and lnetctl:
+# not the real tools. Test-only; installed only into lab and molecule containers.
 """State shared by the Lustre server-tool emulators (mkfs.lustre, tunefs.lustre, mount.lustre, lctl, lnetctl).
 
 Nothing here talks to a kernel. What the emulators keep, and where:

@@ -145,6 +145,6 @@ def test_lctl_dl():
             "  1 UP mgs MGS MGS 5\n"
             " 12 UP obdfilter lfs-OST0001 lfs-OST0001_UUID 5\n")
     dl = L.parse_lctl_dl(text)
-    assert [(d["index"], d["type"], d["name"]) for d in dl] == [(0, "osd-ldiskfs", "lfs-MDT0000-osd"), (1, "mgs", "MGS"),
-                                                                 (12, "obdfilter", "lfs-OST0001")]
+    expected = [(0, "osd-ldiskfs", "lfs-MDT0000-osd"), (1, "mgs", "MGS"), (12, "obdfilter", "lfs-OST0001")]
+    assert [(d["index"], d["type"], d["name"]) for d in dl] == expected
     assert dl[0]["refcount"] == 9 and dl[2]["status"] == "UP"
