@@ -72,6 +72,10 @@ up() {
   read -r _ net_mgmt net_fabric <<<"$(grep '^NET' <<<"$plan")"
   podman network exists "$NETWORK" || { log "creating network $NETWORK ($net_mgmt)"; podman network create --subnet "$net_mgmt" "$NETWORK" >/dev/null; }
   podman network exists "$FABRIC_NETWORK" || { log "creating network $FABRIC_NETWORK ($net_fabric)"; podman network create --subnet "$net_fabric" "$FABRIC_NETWORK" >/dev/null; }
+  # A lab created from nothing starts with an empty shared Lustre volume (it outlives containers).
+  if [ -z "$(podman ps -a --filter label=clusterforge.lab=1 --format '{{.Names}}')" ] && podman volume exists cf-lustre-shared; then
+    log "emptying the shared Lustre volume of an earlier lab"; podman volume rm -f cf-lustre-shared >/dev/null
+  fi
   while read -r _ h ip fip; do
     hosts+=("$h")
     if podman container exists "$h"; then
