@@ -79,8 +79,12 @@ up() {
   while read -r _ h ip fip; do
     hosts+=("$h")
     if podman container exists "$h"; then
-      [ "$(podman inspect -f '{{.State.Running}}' "$h")" = true ] || { log "starting $h"; podman start "$h" >/dev/null; }
-      continue
+      [ "$(podman inspect -f '{{.State.Running}}' "$h")" = true ] || { log "starting $h"; podman start "$h" >/dev/null 2>&1 || true; }
+      # podman's record can outlive the container's processes (a host restart without a clean stop): it then
+      # says "running" while every exec fails. Such a container is recreated, never reused.
+      if podman exec "$h" true >/dev/null 2>&1; then continue; fi
+      log "$h exists but does not answer (stale after a host restart?): recreating it"
+      podman rm -f -t 0 "$h" >/dev/null 2>&1 || podman rm -f --depend "$h" >/dev/null
     fi
     log "creating container $h ($ip, fabric $fip)"
     podman run -d --name "$h" --hostname "$h" \
@@ -113,6 +117,11 @@ down() {
 }
 
 status() { podman ps -a --filter label=clusterforge.lab=1 --format '{{.Names}}\t{{.Status}}'; }
+
+# One lab operation at a time on this machine: two runs (a developer's and a test's) must not create and remove
+# the same containers under each other.
+exec 9>"${CF_LAB_LOCK:-/tmp/clusterforge-lab.lock}"
+if ! flock -w 900 9; then echo "lab.sh: another lab operation holds ${CF_LAB_LOCK:-/tmp/clusterforge-lab.lock}" >&2; exit 1; fi
 
 case "${1:-}" in
   image) image ;;
