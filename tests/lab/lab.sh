@@ -119,7 +119,9 @@ down() {
 status() { podman ps -a --filter label=clusterforge.lab=1 --format '{{.Names}}\t{{.Status}}'; }
 
 # One lab operation at a time on this machine: two runs (a developer's and a test's) must not create and remove
-# the same containers under each other.
+# the same containers under each other. podman leaves daemons behind (conmon, aardvark-dns) that must not inherit
+# the lock, so every podman call runs with the lock's descriptor closed.
+podman() { command podman "$@" 9>&-; }
 exec 9>"${CF_LAB_LOCK:-/tmp/clusterforge-lab.lock}"
 if ! flock -w 900 9; then echo "lab.sh: another lab operation holds ${CF_LAB_LOCK:-/tmp/clusterforge-lab.lock}" >&2; exit 1; fi
 
