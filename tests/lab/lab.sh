@@ -72,20 +72,24 @@ up() {
   read -r _ net_mgmt net_fabric <<<"$(grep '^NET' <<<"$plan")"
   podman network exists "$NETWORK" || { log "creating network $NETWORK ($net_mgmt)"; podman network create --subnet "$net_mgmt" "$NETWORK" >/dev/null; }
   podman network exists "$FABRIC_NETWORK" || { log "creating network $FABRIC_NETWORK ($net_fabric)"; podman network create --subnet "$net_fabric" "$FABRIC_NETWORK" >/dev/null; }
-  # A lab created from nothing starts with an empty shared Lustre volume (it outlives containers).
+  # podman's record can outlive the container's processes (a host restart without a clean stop): it then says
+  # "running" while every exec fails. Such a container is removed and recreated, never reused.
+  local c
+  for c in $(podman ps -a --filter label=clusterforge.lab=1 --format '{{.Names}}'); do
+    [ "$(podman inspect -f '{{.State.Running}}' "$c")" = true ] || { log "starting $c"; podman start "$c" >/dev/null 2>&1 || true; }
+    if ! podman exec "$c" true >/dev/null 2>&1; then
+      log "$c exists but does not answer (stale after a host restart?): recreating it"
+      podman rm -f -t 0 "$c" >/dev/null 2>&1 || podman rm -f --depend "$c" >/dev/null
+    fi
+  done
+  # A lab created from nothing starts with an empty shared Lustre volume (it outlives containers, and the emulated
+  # MGS in it would remember the targets of the earlier lab).
   if [ -z "$(podman ps -a --filter label=clusterforge.lab=1 --format '{{.Names}}')" ] && podman volume exists cf-lustre-shared; then
     log "emptying the shared Lustre volume of an earlier lab"; podman volume rm -f cf-lustre-shared >/dev/null
   fi
   while read -r _ h ip fip; do
     hosts+=("$h")
-    if podman container exists "$h"; then
-      [ "$(podman inspect -f '{{.State.Running}}' "$h")" = true ] || { log "starting $h"; podman start "$h" >/dev/null 2>&1 || true; }
-      # podman's record can outlive the container's processes (a host restart without a clean stop): it then
-      # says "running" while every exec fails. Such a container is recreated, never reused.
-      if podman exec "$h" true >/dev/null 2>&1; then continue; fi
-      log "$h exists but does not answer (stale after a host restart?): recreating it"
-      podman rm -f -t 0 "$h" >/dev/null 2>&1 || podman rm -f --depend "$h" >/dev/null
-    fi
+    podman container exists "$h" && continue
     log "creating container $h ($ip, fabric $fip)"
     podman run -d --name "$h" --hostname "$h" \
       --network "$NETWORK:ip=$ip,interface_name=eth0" --network "$FABRIC_NETWORK:ip=$fip,interface_name=eth1" \
