@@ -66,6 +66,16 @@ options:
       - An empty prefix matches every reason, which is the same as O(force=true).
     type: str
     default: "cf-"
+  adopt:
+    description:
+      - With O(state=drained), a node already drained with another reason that starts with O(reason_prefix) (an
+        earlier run of the same workflow, for example a rolling change that stopped on a failed health check) gets
+        the new O(reason) and counts as drained by this task (it is waited for), instead of being skipped.
+      - Drains whose reason does not start with O(reason_prefix) are never adopted.
+      - Also used to record why a node stays drained (C(cf-roll:<run> FAILED <check>)) over this run's own reason.
+    type: bool
+    default: false
+    version_added: 0.2.0
   force:
     description:
       - With O(state=resumed), also resume nodes drained by someone else (any reason).
@@ -237,6 +247,7 @@ ARGUMENT_SPEC = dict(
     reason=dict(type="str"),
     reason_prefix=dict(type="str", default="cf-"),
     force=dict(type="bool", default=False),
+    adopt=dict(type="bool", default=False),
     wait=dict(type="bool", default=False),
     wait_timeout_seconds=dict(type="int", default=3600),
     poll_interval_seconds=dict(type="int", default=10),
@@ -273,7 +284,10 @@ def _decide(module, name, node):
     if params["state"] == "drained":
         wanted = params["reason"]
         if info["drain"]:
-            if reason != wanted:
+            if reason != wanted and params["adopt"] and (reason or "").startswith(prefix):
+                entry["action"] = "drain"
+                entry["reason_after"] = wanted
+            elif reason != wanted:
                 skipped = skip("already drained with another reason; not overwritten")
         elif reason and reason != wanted and (info["base"] in _REASON_STATES or "FAIL" in info["flags"]):
             skipped = skip("%s with a reason set by someone else; draining would overwrite it" % info["base"])

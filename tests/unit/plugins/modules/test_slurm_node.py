@@ -477,3 +477,40 @@ def test_documentation_matches_argument_spec():
                                                   "reason_after", "action"}
     examples = yaml.safe_load(slurm_node.EXAMPLES)
     assert all("clusterforge.gpu.slurm_node" in task for task in examples)
+
+
+# -------------------------------------------------------------------------------------------------------- adopt
+
+def test_adopt_takes_over_an_earlier_run_of_the_same_workflow(clock):
+    old = "cf-roll:20261120T1000 FAILED gres: 7 of 8 GPUs"
+    fake = FakeSlurm({"gpu01": ("IDLE", True, old), "gpu02": ("IDLE", True, "bad fan, ticket 99"),
+                      "gpu03": ("MIXED", False, None)}, busy_polls={"gpu03": 1})
+    result = run(fake, nodes="gpu[01-03]", state="drained", reason="cf-roll:20261121T0900",
+                 reason_prefix="cf-roll:", adopt=True, wait=True, poll_interval_seconds=5)
+    assert result["changed"] is True
+    assert updates(fake) == [["/usr/bin/scontrol", "update", "NodeName=gpu[01,03]", "State=DRAIN",
+                              "Reason=cf-roll:20261121T0900"]]
+    assert fake.nodes["gpu01"]["reason"] == "cf-roll:20261121T0900"
+    # An admin's drain is never adopted, whatever adopt says.
+    assert fake.nodes["gpu02"]["reason"] == "bad fan, ticket 99"
+    assert [s["name"] for s in result["skipped"]] == ["gpu02"]
+    assert [n["action"] for n in result["nodes"]] == ["drain", "skip", "drain"]
+    assert result["nodes"][0]["state_after"] == "IDLE+DRAIN"
+    assert result["waited_seconds"] > 0
+
+
+def test_without_adopt_an_earlier_runs_drain_is_skipped(clock):
+    fake = FakeSlurm({"gpu01": ("IDLE", True, "cf-roll:old FAILED dcgm")})
+    result = run(fake, nodes="gpu01", state="drained", reason="cf-roll:new", reason_prefix="cf-roll:")
+    assert result["changed"] is False
+    assert updates(fake) == []
+    assert fake.nodes["gpu01"]["reason"] == "cf-roll:old FAILED dcgm"
+
+
+def test_adopt_in_check_mode_changes_nothing(clock):
+    fake = FakeSlurm({"gpu01": ("IDLE", True, "cf-roll:old")})
+    result = run(fake, check_mode=True, diff=True, nodes="gpu01", state="drained", reason="cf-roll:new",
+                 reason_prefix="cf-roll:", adopt=True)
+    assert result["changed"] is True
+    assert updates(fake) == []
+    assert result["diff"]["after"]["gpu01"]["reason"] == "cf-roll:new"

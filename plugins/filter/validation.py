@@ -1,0 +1,1212 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the validation playbook: read benchmark output, judge a cluster against thresholds, render a report.
+
+- ``nccl_tests_results`` / ``perftest_results`` / ``dd_results``: benchmark output -> numbers.
+- ``checkpoint_estimate``: how long a checkpoint of each model stalls training at a measured write bandwidth.
+- ``validation_judge``: measured results (module results and the numbers above) + thresholds -> a report of
+  checks, one per subject (node, GPU, port, pair, path), each ``pass``, ``fail`` or ``skip``. What was not
+  measured is a ``skip`` that says why, never a ``pass``.
+- ``validation_html``: that report as one self-contained HTML page (no external CSS, JS or fonts: clusters are
+  often air-gapped).
+
+Documentation lives beside this file in one ``<filter>.yml`` per filter.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import html
+import math
+import re
+
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress as hostlist_compress
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
+from ansible_collections.clusterforge.gpu.plugins.module_utils.perf import parse_nccl_tests, parse_perftest
+
+try:  # ansible-core >= 2.19 hands lazy containers to filters; they are still mappings and sequences
+    from collections.abc import Mapping, Sequence
+except ImportError:  # pragma: no cover
+    Mapping = dict
+    Sequence = (list, tuple)
+
+DEFAULT_THRESHOLDS = {
+    "nccl_single_node_busbw_gbps": 370,
+    "nccl_multi_node_busbw_gbps": 385,
+    "nccl_min_fraction": 0.9,
+    "ib_write_bw_min_fraction": 0.95,
+    "storage_write_gbytes_per_s_per_node": 1.0,
+    "storage_read_gbytes_per_s_per_node": 1.0,
+    "storage_write_gbytes_per_s_aggregate": 2.0,
+    "storage_read_gbytes_per_s_aggregate": 2.0,
+    "checkpoint_max_stall_percent": 5.0,
+    "bytes_per_parameter": 16,
+}
+# Thresholds that are fractions of a nominal figure.
+_FRACTIONS = ("nccl_min_fraction", "ib_write_bw_min_fraction")
+
+POWER_TOLERANCE_W = 1.0
+# nvidia-smi cannot read locked clocks back (NVML has no getter); the check reads the current SM clock, which a
+# lock with min == max pins. H100/H200 clocks move in 15 MHz steps: allow one step.
+CLOCK_TOLERANCE_MHZ = 15
+# Clock event reasons that mean the GPU protects itself (heat, power brake); not the idle or power-cap reasons.
+_BAD_CLOCK_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown")
+
+CHECK_KEYS = ("id", "category", "subject", "measured", "threshold", "expected", "unit", "status", "message")
+
+
+# ------------------------------------------------------------------------------------------------------ helpers
+
+def _is_map(value):
+    return isinstance(value, Mapping)
+
+
+def _is_list(value):
+    return isinstance(value, Sequence) and not isinstance(value, (str, bytes))
+
+
+def _number(value):
+    """A real number (int/float or numeric text) as float; None for None, booleans, NaN and anything else."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, (str, bytes)):
+        try:
+            number = float(to_text(value).strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    if math.isnan(number) or math.isinf(number):
+        return None
+    return number
+
+
+def _bool(value, what):
+    """None stays None; true/false/yes/no/1/0 (as Ansible reads them) -> bool; anything else fails."""
+    if value is None or isinstance(value, bool):
+        return value
+    try:
+        return boolean(value, strict=True)
+    except TypeError:
+        raise AnsibleFilterError("validation_judge: %s must be a boolean, got %r" % (what, value))
+
+
+def _plain(value):
+    """Deep copy into JSON-safe builtins (dict/list/str/int/float/bool/None); NaN and infinities become None."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else float(value)
+    if isinstance(value, (str, bytes)):
+        return to_text(value)
+    if _is_map(value):
+        return dict((to_text(k), _plain(v)) for k, v in value.items())
+    if _is_list(value) or isinstance(value, (set, frozenset)):
+        return [_plain(v) for v in value]
+    return to_text(value)
+
+
+def _fmt(value, digits=1):
+    """A number for messages: floats with ``digits`` decimals (``333.0``), ints as such, ``n/a`` for None."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return "%d" % value
+    return "%.*f" % (digits, value)
+
+
+def _whole(value):
+    """A nominal figure for messages: ``400`` for 400 or 400.0, ``2.5`` for 2.5."""
+    number = _number(value)
+    if number is None:
+        return "n/a"
+    return "%d" % number if number.is_integer() else "%g" % round(number, 3)
+
+
+def _pct(fraction):
+    return "%g%%" % round(fraction * 100, 4)
+
+
+def _check(check_id, subject, status, message, measured=None, threshold=None, expected=None, unit=None):
+    return {
+        "id": check_id,
+        "category": check_id.split(".", 1)[0],
+        "subject": to_text(subject),
+        "measured": _plain(measured),
+        "threshold": _plain(threshold),
+        "expected": _plain(expected),
+        "unit": unit,
+        "status": status,
+        "message": to_text(message),
+    }
+
+
+def _result_problem(result, what):
+    """Why a registered module result cannot be judged: ("skip", reason), ("fail", reason) or None (usable).
+
+    None -> not measured; ``skipped`` -> the task was skipped; ``failed`` without data -> the module failed.
+    """
+    if result is None:
+        return "skip", "%s was not measured" % what
+    if not _is_map(result):
+        return "fail", "%s is not a module result (got %s)" % (what, type(result).__name__)
+    if result.get("skipped"):
+        return "skip", "%s was skipped (%s)" % (what, result.get("skip_reason") or result.get("msg") or "task skipped")
+    return None
+
+
+def _failed_msg(result):
+    """The first line of a failed module result's message (or stderr)."""
+    lines = to_text(result.get("msg") or result.get("stderr") or "").strip().splitlines()
+    return lines[0][:300] if lines else "no message"
+
+
+def _hosts(value):
+    """Host names from a list, a hostlist expression (``gpu[01-02]``, as SLURM_JOB_NODELIST) or a mix of both."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, (str, bytes)) else list(value) if _is_list(value) else [value]
+    names = []
+    for item in items:
+        text = to_text(item).strip()
+        try:
+            names.extend(hostlist_expand(text))
+        except ValueError:
+            names.extend(n for n in re.split(r"[\s,]+", text) if n)
+    return names
+
+
+def _subject_hosts(nodes):
+    names = _hosts(nodes)
+    if not names:
+        return "multi-node"
+    try:
+        return hostlist_compress(names)
+    except ValueError:
+        return ",".join(names)
+
+
+# ------------------------------------------------------------------------------------------- benchmark parsers
+
+def nccl_tests_results(stdout):
+    """nccl-tests output (all_reduce_perf...) -> parse_nccl_tests() plus ``busbw_peak_gbps``, ``ok``, ``problems``.
+
+    ``busbw_peak_gbps`` is the out-of-place bus bandwidth (GB/s) of the largest message size (in-place when the
+    out-of-place column is missing). ``ok`` is false when the output reports wrong elements, an out-of-bounds
+    FAILED, or has no result row; ``problems`` says which.
+    """
+    if _is_map(stdout) and "rows" in stdout:
+        result = _plain(stdout)
+    elif _is_map(stdout) and "stdout" in stdout:
+        # a registered command result passed whole
+        result = parse_nccl_tests(to_text(stdout.get("stdout") or ""))
+    elif isinstance(stdout, (str, bytes)) or stdout is None:
+        result = parse_nccl_tests(to_text(stdout or ""))
+    else:
+        raise AnsibleFilterError("nccl_tests_results expects the text nccl-tests printed, got %s"
+                                 % type(stdout).__name__)
+    rows = result.get("rows") or []
+    if "busbw_peak_gbps" not in result:
+        peak = None
+        if rows:
+            largest = max(rows, key=lambda r: r.get("size_bytes") or 0)
+            peak = largest.get("busbw_oop")
+            if peak is None:
+                peak = largest.get("busbw_ip")
+        result["busbw_peak_gbps"] = peak
+    problems = []
+    if not rows:
+        problems.append("no result rows in the output")
+    wrong = result.get("wrong_total") or 0
+    if wrong:
+        problems.append("%d wrong elements" % wrong)
+    if result.get("out_of_bounds_status") == "FAILED" or (result.get("out_of_bounds") or 0) > 0:
+        problems.append("out of bounds values: %s %s" % (result.get("out_of_bounds"),
+                                                         result.get("out_of_bounds_status") or ""))
+    if rows and result.get("out_of_bounds") is None:
+        # nccl-tests always ends with "# Out of bounds values : N OK|FAILED"; without it the run was cut short
+        problems.append("no 'Out of bounds values' summary: the test did not finish")
+    if result.get("passed") is False and not problems:
+        problems.append("nccl-tests reported a failure")
+    if "ok" not in result:
+        result["ok"] = not problems
+    result.setdefault("problems", [p.strip() for p in problems])
+    return result
+
+
+# perftest's MB/sec is MiB/s: perftest divides by 0x100000 (its MEGA) for MB/sec and by 125000000 for
+# --report_gbits. Gb/s = MB/sec * 1048576 * 8 / 1e9 (x 0.008388608): 46121.07 MB/sec -> 386.89 Gb/s.
+# parse_perftest() already converts each row (bw_avg_gbps) with that factor; this filter only picks the row.
+def perftest_results(stdout):
+    """perftest output (ib_write_bw...) -> parse_perftest() plus ``bw_peak_gbits`` and ``ok``.
+
+    ``bw_peak_gbits`` is the BW average of the largest message size, in Gb/s (10^9 bit/s) whatever unit
+    perftest printed. ``ok`` is false when the output has no result row or an unknown bandwidth unit.
+    """
+    if _is_map(stdout) and "rows" in stdout:
+        result = _plain(stdout)
+    elif _is_map(stdout) and "stdout" in stdout:
+        result = parse_perftest(to_text(stdout.get("stdout") or ""))
+    elif isinstance(stdout, (str, bytes)) or stdout is None:
+        result = parse_perftest(to_text(stdout or ""))
+    else:
+        raise AnsibleFilterError("perftest_results expects the text perftest printed, got %s"
+                                 % type(stdout).__name__)
+    rows = result.get("rows") or []
+    if "bw_peak_gbits" not in result:
+        value = None
+        if rows:
+            largest = max(rows, key=lambda r: r.get("bytes") or 0)
+            value = largest.get("bw_avg_gbps")
+        result["bw_peak_gbits"] = value
+    result.setdefault("ok", bool(rows) and result.get("bw_peak_gbits") is not None)
+    return result
+
+
+_DD_LINE_RE = re.compile(
+    r"^\s*(?P<bytes>\d+)\s+bytes?\b.*?\bcopied,\s*(?P<seconds>[0-9]+(?:[.,][0-9]+)?(?:[eE][-+]?[0-9]+)?)\s*s"
+    r"(?:,\s*(?P<rate>\S+)\s*(?P<unit>[kKMGTPE]?i?B)/s)?")
+
+
+def dd_results(stderr):
+    """GNU dd's final stderr line -> ``{bytes, seconds, gbytes_per_s}`` (gbytes_per_s = bytes / seconds / 1e9).
+
+    Accepts ``1073741824 bytes (1.1 GB, 1.0 GiB) copied, 1.23456 s, 870 MB/s``, the older ``(1.1 GB)`` form, the
+    short ``512 bytes copied, ...`` form and any rate unit (B/s, kB/s, MB/s, GB/s...); the rate dd printed is
+    not used (it is rounded). With ``status=progress`` the last summary line wins.
+    """
+    if _is_map(stderr) and "stderr" in stderr:
+        stderr = stderr.get("stderr")
+    if stderr is None:
+        raise AnsibleFilterError("dd_results: no dd output (got None)")
+    if not isinstance(stderr, (str, bytes)):
+        raise AnsibleFilterError("dd_results expects the text dd printed on stderr, got %s" % type(stderr).__name__)
+    match = None
+    for line in re.split(r"[\r\n]+", to_text(stderr)):
+        found = _DD_LINE_RE.match(line)
+        if found:
+            match = found
+    if match is None:
+        tail = to_text(stderr).strip().splitlines()[-1:] or [""]
+        raise AnsibleFilterError("dd_results: no 'N bytes ... copied, S s, R/s' line in the dd output (last line: %r)"
+                                 % tail[0][:200])
+    nbytes = int(match.group("bytes"))
+    # A non-C LC_NUMERIC (with English messages) prints a decimal comma: "1,23456 s".
+    seconds = float(match.group("seconds").replace(",", "."))
+    if seconds <= 0:
+        raise AnsibleFilterError("dd_results: dd reports %d bytes in %s s; a zero duration gives no bandwidth "
+                                 "(write more data, e.g. a larger count=)" % (nbytes, match.group("seconds")))
+    return {"bytes": nbytes, "seconds": seconds, "gbytes_per_s": nbytes / seconds / 1e9}
+
+
+def _positive(value, name, where):
+    number = _number(value)
+    if number is None or number <= 0:
+        raise AnsibleFilterError("%s: %s must be a positive number, got %r" % (where, name, value))
+    return number
+
+
+def checkpoint_estimate(models, write_gbytes_per_s, interval_minutes, bytes_per_parameter=16):
+    """Per model: checkpoint size and how much of each hour training stalls writing it.
+
+    checkpoint_bytes = parameters_billion * 1e9 * bytes_per_parameter (16: fp32 master weights + Adam's two
+    moments + bf16/fp16 weights and gradients in mixed precision; 175B -> 2.8e12 bytes);
+    write_seconds = checkpoint_bytes / (write_gbytes_per_s * 1e9);
+    stall_seconds_per_hour = write_seconds * 60 / interval_minutes; stall_percent = that / 3600 * 100.
+    """
+    where = "checkpoint_estimate"
+    bandwidth = _positive(write_gbytes_per_s, "write_gbytes_per_s (aggregate write bandwidth, GB/s)", where)
+    interval = _positive(interval_minutes, "interval_minutes (checkpoint interval)", where)
+    per_param = _positive(bytes_per_parameter, "bytes_per_parameter", where)
+    if models is None:
+        return []
+    if _is_map(models) or not _is_list(models):
+        raise AnsibleFilterError("%s expects a list of {name, parameters_billion}, got %s"
+                                 % (where, type(models).__name__))
+    out = []
+    for position, model in enumerate(models):
+        if not _is_map(model):
+            raise AnsibleFilterError("%s: models[%d] must be a dict with name and parameters_billion, got %r"
+                                     % (where, position, model))
+        name = to_text(model.get("name") if model.get("name") is not None else "model %d" % position)
+        raw = model.get("parameters_billion")
+        params = _positive(raw, "models[%d] (%s) parameters_billion" % (position, name), where)
+        checkpoint_bytes = int(round(params * 1e9 * per_param))
+        write_seconds = checkpoint_bytes / (bandwidth * 1e9)
+        stall_seconds_per_hour = write_seconds * 60.0 / interval
+        out.append({
+            "name": name,
+            # as given when it is a number (175 stays 175), else the number read from the text
+            "parameters_billion": _plain(raw) if isinstance(raw, (int, float)) else params,
+            "checkpoint_bytes": checkpoint_bytes,
+            "write_seconds": write_seconds,
+            "stall_seconds_per_hour": stall_seconds_per_hour,
+            "stall_percent": stall_seconds_per_hour / 3600.0 * 100.0,
+        })
+    return out
+
+
+# ------------------------------------------------------------------------------------------------- thresholds
+
+def _thresholds(thresholds):
+    if thresholds is None:
+        thresholds = {}
+    if not _is_map(thresholds):
+        raise AnsibleFilterError("validation_judge: thresholds must be a dict, got %s" % type(thresholds).__name__)
+    unknown = sorted(to_text(k) for k in thresholds if to_text(k) not in DEFAULT_THRESHOLDS)
+    if unknown:
+        raise AnsibleFilterError("validation_judge: unknown threshold key(s) %s; known keys: %s"
+                                 % (", ".join(unknown), ", ".join(sorted(DEFAULT_THRESHOLDS))))
+    merged = dict(DEFAULT_THRESHOLDS)
+    for key, value in thresholds.items():
+        key = to_text(key)
+        if value is None:
+            continue  # null means "use the default"
+        number = _number(value)
+        if number is None or number <= 0:
+            raise AnsibleFilterError("validation_judge: threshold %s must be a positive number, got %r" % (key, value))
+        if key in _FRACTIONS and number > 1:
+            raise AnsibleFilterError("validation_judge: threshold %s is a fraction (0 < x <= 1), got %r" % (key, value))
+        merged[key] = int(number) if isinstance(value, int) and not isinstance(value, bool) else number
+    return merged
+
+
+# ------------------------------------------------------------------------------------------------------ judges
+
+class _Judge(object):
+    def __init__(self, measured, thresholds):
+        self.m = measured
+        self.t = thresholds
+        self.checks = []
+        self.bandwidth = []
+
+    def add(self, *args, **kwargs):
+        self.checks.append(_check(*args, **kwargs))
+
+    @staticmethod
+    def busy(node):
+        """Why a stress test has no result on a node the playbook marked busy (``idle: false``), else None."""
+        if _bool(node.get("idle"), "idle") is False:
+            return "not run: the node was running Slurm jobs (stress tests run on idle nodes only)"
+        return None
+
+    def chart_row(self, label, group, unit, measured, threshold, status):
+        if measured is None:
+            return
+        self.bandwidth.append({"label": to_text(label), "group": group, "unit": unit, "measured": _plain(measured),
+                               "threshold": _plain(threshold), "status": status})
+
+    # ---------------------------------------------------------------- GPUs
+    @staticmethod
+    def gpu_subject(host, gpu):
+        ids = [to_text(x) for x in (gpu.get("pci_bus_id"), gpu.get("uuid")) if x]
+        return "%s GPU%s%s" % (host, gpu.get("index"), " (%s)" % ", ".join(ids) if ids else "")
+
+    def gpus(self, host, node, expected):
+        info = node.get("nvidia_smi_info")
+        problem = _result_problem(info, "nvidia_smi_info")
+        gpus = []
+        if problem is None:
+            gpus = [g for g in (info.get("gpus") or []) if _is_map(g)]
+            if info.get("failed") and not gpus:
+                problem = ("fail", "nvidia_smi_info failed: %s" % _failed_msg(info))
+        want = expected.get("gpu_count")
+        if problem is not None:
+            status, reason = problem
+            self.add("gpu.count", host, status, "%s: %s" % (host, reason), expected=want, unit="GPUs")
+            for check_id in ("gpu.health",) + tuple(
+                    cid for cid, key in (("gpu.persistence", "persistence"), ("gpu.power_limit", "power_limit_w"),
+                                         ("gpu.clocks", "sm_clock_locked_mhz")) if expected.get(key) is not None):
+                self.add(check_id, host, "skip", "%s: %s; no GPU data to judge" % (host, reason))
+            return
+        self.gpu_count(host, info, gpus, want, node)
+        for gpu in gpus:
+            self.gpu_health(host, gpu)
+            if expected.get("persistence") is not None:
+                self.gpu_persistence(host, gpu, _bool(expected["persistence"], "%s expected.persistence" % host))
+            if expected.get("power_limit_w") is not None:
+                self.gpu_power(host, gpu, _number(expected["power_limit_w"]))
+            if expected.get("sm_clock_locked_mhz") is not None:
+                self.gpu_clocks(host, gpu, _number(expected["sm_clock_locked_mhz"]))
+
+    def gpu_count(self, host, info, gpus, want, node):
+        found = len(gpus)
+        if _number(info.get("gpu_count")) is not None:
+            found = int(_number(info.get("gpu_count")))
+        want_n = _number(want)
+        if want_n is None:
+            self.add("gpu.count", host, "skip", "%s: %d GPU(s) found; no expected gpu_count to compare with"
+                     % (host, found), measured=found, unit="GPUs")
+            return
+        want_n = int(want_n)
+        truncated = " (nvidia-smi output was cut short)" if info.get("truncated") else ""
+        if found == want_n:
+            self.add("gpu.count", host, "pass", "%s: %d of %d GPUs visible to nvidia-smi" % (host, found, want_n),
+                     measured=found, expected=want_n, unit="GPUs")
+            return
+        seen = [to_text(g.get("pci_bus_id")) for g in gpus if g.get("pci_bus_id")]
+        detail = "; visible: %s" % ", ".join(seen) if seen else ""
+        missing = self.missing_gpus(node, seen)
+        if missing:
+            detail += "; on the PCI bus but not in nvidia-smi: %s" % ", ".join(missing)
+        self.add("gpu.count", host, "fail", "%s: %d of %d GPUs visible to nvidia-smi%s%s"
+                 % (host, found, want_n, truncated, detail), measured=found, expected=want_n, unit="GPUs")
+
+    @staticmethod
+    def missing_gpus(node, seen):
+        """GPUs lspci (pcie_acs_info) lists that nvidia-smi does not, when both name the same devices."""
+        acs = node.get("pcie_acs_info")
+        if not _is_map(acs) or not _is_list(acs.get("gpus")):
+            return []
+
+        def norm(bdf):
+            # nvidia-smi: 00000000:1B:00.0, lspci -D: 0000:1b:00.0
+            parts = to_text(bdf).lower().split(":")
+            if len(parts) == 3:
+                parts[0] = parts[0][-4:].zfill(4)
+            return ":".join(parts)
+        smi = set(norm(b) for b in seen)
+        pci = [to_text(g.get("bdf")) for g in acs["gpus"] if _is_map(g) and g.get("bdf")]
+        pci_set = set(norm(b) for b in pci)
+        if not smi or not smi <= pci_set:
+            return []  # the two sources do not agree on addresses: naming "missing" ones would mislead
+        return [b for b in pci if norm(b) not in smi]
+
+    def gpu_health(self, host, gpu):
+        subject = self.gpu_subject(host, gpu)
+        problems = []
+        ecc = gpu.get("ecc") if _is_map(gpu.get("ecc")) else {}
+        if to_text(ecc.get("mode") or "").lower() == "disabled":
+            problems.append("ECC disabled")
+        volatile = _number(ecc.get("volatile_uncorrectable"))
+        if volatile:
+            problems.append("%d volatile uncorrectable ECC error(s)" % volatile)
+        if gpu.get("retired_pages_pending") is True:
+            problems.append("page retirement pending (reset the GPU)")
+        if gpu.get("remapped_rows_pending") is True:
+            problems.append("row remap pending (reset the GPU)")
+        if gpu.get("remapped_rows_failure") is True:
+            problems.append("row remapping failed (replace the GPU)")
+        reasons = gpu.get("clock_event_reasons") if _is_map(gpu.get("clock_event_reasons")) else {}
+        active = [r for r in _BAD_CLOCK_REASONS if reasons.get(r) is True]
+        temp = _number(gpu.get("temperature_c"))
+        if active:
+            problems.append("clocks slowed down: %s%s"
+                            % (", ".join(active), " at %d C" % temp if temp is not None else ""))
+        aggregate = _number(ecc.get("aggregate_uncorrectable"))
+        known = any(v is not None for v in (ecc.get("volatile_uncorrectable"), gpu.get("retired_pages_pending"),
+                                            gpu.get("remapped_rows_pending")))
+        if problems:
+            self.add("gpu.health", subject, "fail", "%s: %s" % (subject, "; ".join(problems)), measured=len(problems),
+                     expected=0, unit="problems")
+            return
+        if not known and not reasons:
+            self.add("gpu.health", subject, "skip", "%s: nvidia-smi reports no ECC, retirement/remap or clock event "
+                     "data for this GPU" % subject)
+            return
+        notes = []
+        if aggregate:
+            notes.append("%d lifetime uncorrectable ECC error(s), none since the driver loaded" % aggregate)
+        if temp is not None:
+            notes.append("%d C" % temp)
+        self.add("gpu.health", subject, "pass", "%s: no ECC, page retirement, row remap or slowdown problem%s"
+                 % (subject, " (%s)" % ", ".join(notes) if notes else ""), measured=0, expected=0, unit="problems")
+
+    def gpu_persistence(self, host, gpu, want):
+        subject = self.gpu_subject(host, gpu)
+        have = gpu.get("persistence_mode")
+        word = {True: "enabled", False: "disabled"}
+        if have is None:
+            self.add("gpu.persistence", subject, "skip", "%s: nvidia-smi does not report persistence mode" % subject,
+                     expected=want)
+            return
+        status = "pass" if bool(have) == want else "fail"
+        self.add("gpu.persistence", subject, status, "%s: persistence mode %s (expected %s)"
+                 % (subject, word[bool(have)], word[want]), measured=bool(have), expected=want)
+
+    def gpu_power(self, host, gpu, want):
+        subject = self.gpu_subject(host, gpu)
+        have = _number(gpu.get("power_limit_w"))
+        enforced = _number(gpu.get("enforced_power_limit_w"))
+        if have is None:
+            self.add("gpu.power_limit", subject, "skip", "%s: nvidia-smi does not report a power limit" % subject,
+                     expected=want, unit="W")
+            return
+        problems = []
+        if abs(have - want) > POWER_TOLERANCE_W:
+            problems.append("power limit %s W, expected %s W (+/- %s W)"
+                            % (_whole(have), _whole(want), _whole(POWER_TOLERANCE_W)))
+        if enforced is not None and enforced < want - POWER_TOLERANCE_W and not problems:
+            problems.append("power limit %s W but the driver enforces %s W (another limiter caps it)"
+                            % (_whole(have), _whole(enforced)))
+        if problems:
+            self.add("gpu.power_limit", subject, "fail", "%s: %s" % (subject, "; ".join(problems)), measured=have,
+                     expected=want, unit="W")
+        else:
+            self.add("gpu.power_limit", subject, "pass", "%s: power limit %s W (expected %s W +/- %s W)"
+                     % (subject, _whole(have), _whole(want), _whole(POWER_TOLERANCE_W)), measured=have, expected=want,
+                     unit="W")
+
+    def gpu_clocks(self, host, gpu, want):
+        subject = self.gpu_subject(host, gpu)
+        have = _number(gpu.get("sm_clock_mhz"))
+        if have is None:
+            self.add("gpu.clocks", subject, "skip", "%s: nvidia-smi does not report the current SM clock" % subject,
+                     expected=want, unit="MHz")
+            return
+        reasons = gpu.get("clock_event_reasons") if _is_map(gpu.get("clock_event_reasons")) else {}
+        active = sorted(k for k, v in reasons.items() if v is True and k != "gpu_idle")
+        why = " (active clock event reasons: %s)" % ", ".join(active) if active else ""
+        if abs(have - want) <= CLOCK_TOLERANCE_MHZ:
+            self.add("gpu.clocks", subject, "pass", "%s: SM clock %s MHz, locked at %s MHz"
+                     % (subject, _whole(have), _whole(want)), measured=have, expected=want, unit="MHz")
+        else:
+            self.add("gpu.clocks", subject, "fail", "%s: SM clock %s MHz, expected locked at %s MHz (+/- %d MHz): "
+                     "clocks not locked or held down%s"
+                     % (subject, _whole(have), _whole(want), CLOCK_TOLERANCE_MHZ, why),
+                     measured=have, expected=want, unit="MHz")
+
+    # ---------------------------------------------------------------- DCGM
+    def dcgm(self, host, node):
+        diag = node.get("dcgm_diag")
+        if diag is None:
+            why = self.busy(node) or "no DCGM diagnostic (DCGM not installed or diagnostic disabled)"
+            self.add("dcgm.diag", host, "skip", "%s: %s" % (host, why))
+            return
+        problem = _result_problem(diag, "dcgm_diag")
+        if problem is not None:
+            self.add("dcgm.diag", host, problem[0], "%s: %s" % (host, problem[1]))
+            return
+        level = re.search(r"\s-r\s+(\d)", to_text(diag.get("cmd") or ""))
+        what = "DCGM diagnostic%s" % (" level %s" % level.group(1) if level else "")
+        tests = [t for t in (diag.get("tests") or []) if _is_map(t)]
+        verdict = diag.get("result")
+        if not tests and diag.get("failed"):
+            self.add("dcgm.diag", host, "fail", "%s: %s did not complete: %s" % (host, what, _failed_msg(diag)),
+                     measured=verdict, expected="pass")
+            return
+        if diag.get("skipped") or verdict is None or not tests:
+            self.add("dcgm.diag", host, "skip", "%s: %s was not run (check mode or no result)" % (host, what),
+                     expected="pass")
+            return
+        gpus = {}
+        info = node.get("nvidia_smi_info")
+        if _is_map(info):
+            for gpu in info.get("gpus") or []:
+                if _is_map(gpu) and gpu.get("index") is not None:
+                    gpus[to_text(gpu.get("index"))] = gpu
+        failed = [f for f in (diag.get("failed_tests") or []) if _is_map(f)]
+        if failed or verdict == "fail":
+            parts = []
+            for item in failed:
+                ids = [to_text(g) for g in item.get("gpus") or []]
+                names = []
+                for gid in ids:
+                    gpu = gpus.get(gid)
+                    ident = [to_text(x) for x in ((gpu or {}).get("pci_bus_id"), (gpu or {}).get("uuid")) if x]
+                    names.append("GPU %s%s" % (gid, " (%s)" % ", ".join(ident) if ident else ""))
+                detail = self.dcgm_detail(tests, item.get("name"), ids)
+                parts.append("%s failed on %s%s" % (
+                    item.get("name"), ", ".join(names) if names else "all GPUs", ": %s" % detail if detail else ""))
+            if not parts:
+                parts.append(_failed_msg(diag) if diag.get("msg") else "overall result fail")
+            self.add("dcgm.diag", host, "fail", "%s: %s: %s" % (host, what, "; ".join(parts)), measured=verdict,
+                     expected="pass")
+            return
+        warnings = [to_text(w) for w in diag.get("warnings") or []]
+        if verdict == "skip":
+            self.add("dcgm.diag", host, "skip", "%s: %s skipped every test" % (host, what), measured=verdict,
+                     expected="pass")
+            return
+        self.add("dcgm.diag", host, "pass", "%s: %s %s, %d test(s)%s" % (
+            host, what, "passed" if verdict == "pass" else "passed with warnings", len(tests),
+            " (warnings: %s)" % "; ".join(warnings[:3]) if warnings else ""), measured=verdict, expected="pass")
+
+    @staticmethod
+    def dcgm_detail(tests, name, ids):
+        for test in tests:
+            if test.get("name") != name:
+                continue
+            for detail in test.get("details") or []:
+                if not _is_map(detail) or not detail.get("message"):
+                    continue
+                if not ids or detail.get("gpu") is None or to_text(detail.get("gpu")) in ids:
+                    return to_text(detail["message"]).strip()[:300]
+        return None
+
+    # ---------------------------------------------------------------- PCIe ACS
+    def acs(self, host, node, expected):
+        must = _bool(expected.get("acs_must_be_disabled"), "%s expected.acs_must_be_disabled" % host)
+        info = node.get("pcie_acs_info")
+        if not must:
+            self.add("pcie.acs", host, "skip", "%s: ACS may stay enabled on this node (acs_must_be_disabled is %s)"
+                     % (host, "false" if must is False else "not set"))
+            return
+        problem = _result_problem(info, "pcie_acs_info")
+        if problem is None and info.get("failed") and not _is_list(info.get("bridges")):
+            problem = ("fail", "pcie_acs_info failed: %s" % _failed_msg(info))
+        if problem is not None:
+            self.add("pcie.acs", host, problem[0], "%s: %s" % (host, problem[1]), expected=0, unit="bridges")
+            return
+        bridges = dict((to_text(b.get("bdf")), b) for b in info.get("bridges") or [] if _is_map(b))
+        enabled = [to_text(b) for b in info.get("gpu_nic_acs_enabled_bridges") or []]
+        if "gpu_nic_acs_enabled_bridges" not in info:
+            enabled = [bdf for bdf, b in bridges.items() if b.get("acs_enabled") and b.get("on_gpu_nic_path")]
+        if enabled:
+            parts = []
+            for bdf in enabled:
+                bridge = bridges.get(bdf, {})
+                below = [to_text(x) for x in bridge.get("upstream_of") or []]
+                parts.append("%s (ACSCtl %s, above %s)" % (
+                    bdf, bridge.get("acs_ctl_value") or "?", ", ".join(below) if below else "a GPU/NIC"))
+            self.add("pcie.acs", host, "fail", "%s: ACS still enabled on %d bridge(s) on GPU/NIC paths: %s"
+                     % (host, len(enabled), "; ".join(parts)), measured=len(enabled), expected=0, unit="bridges")
+            return
+        if info.get("access_denied"):
+            self.add("pcie.acs", host, "skip", "%s: lspci could not read the ACS registers (<access denied>, not root)"
+                     % host, expected=0, unit="bridges")
+            return
+        if not bridges:
+            self.add("pcie.acs", host, "pass", "%s: no PCI bridge with the ACS capability" % host, measured=0,
+                     expected=0, unit="bridges")
+            return
+        on_path = sum(1 for b in bridges.values() if b.get("on_gpu_nic_path"))
+        other = [bdf for bdf, b in bridges.items() if b.get("acs_enabled") and not b.get("on_gpu_nic_path")]
+        self.add("pcie.acs", host, "pass", "%s: ACS disabled on all %d bridge(s) on GPU/NIC paths%s"
+                 % (host, on_path, " (still enabled off those paths: %s)" % ", ".join(other) if other else ""),
+                 measured=0, expected=0, unit="bridges")
+
+    # ---------------------------------------------------------------- InfiniBand ports
+    def ib_ports(self, host, node, expected):
+        info = node.get("ib_port_info")
+        rate = _number(expected.get("ib_rate_gbps"))
+        want_count = _number(expected.get("ib_port_count"))
+        problem = _result_problem(info, "ib_port_info")
+        ports = []
+        if problem is None:
+            ports = [p for p in info.get("ports") or [] if _is_map(p)]
+            if info.get("failed") and not ports:
+                problem = ("fail", "ib_port_info failed: %s" % _failed_msg(info))
+        if problem is not None:
+            self.add("ib.port", host, problem[0], "%s: %s" % (host, problem[1]), expected=rate, unit="Gb/s")
+            self.add("ib.port_count", host, "skip" if want_count is None else problem[0], "%s: %s" % (host, problem[1]),
+                     expected=want_count, unit="ports")
+            return
+        # Judge the InfiniBand ports (a node's Ethernet ports, bonds for instance, are not the fabric); on a RoCE
+        # node, where no port is InfiniBand, judge them all.
+        ib = [p for p in ports if to_text(p.get("link_layer") or "InfiniBand").lower() == "infiniband"]
+        judged = ib if ib else ports
+        for port in judged:
+            name = to_text(port.get("name") or "%s:%s" % (port.get("ca"), port.get("port")))
+            subject = "%s %s" % (host, name)
+            state, phys, have = port.get("state"), port.get("physical_state"), _number(port.get("rate_gbps"))
+            problems = []
+            if state != "Active" or phys != "LinkUp":
+                problems.append("state %s/%s (expected Active/LinkUp)" % (state, phys))
+            if rate is not None and have != rate:
+                problems.append("rate %s Gb/s (expected %s Gb/s)" % (_whole(have), _whole(rate)))
+            if problems:
+                self.add("ib.port", subject, "fail", "%s: %s" % (subject, "; ".join(problems)), measured=have,
+                         expected=rate, unit="Gb/s")
+            else:
+                self.add("ib.port", subject, "pass", "%s: Active/LinkUp at %s Gb/s%s" % (
+                    subject, _whole(have), "" if rate is not None else " (no expected rate to compare with)"),
+                    measured=have, expected=rate, unit="Gb/s")
+        if not judged:
+            self.add("ib.port", host, "fail" if want_count else "skip", "%s: no HCA port found" % host, expected=rate,
+                     unit="Gb/s")
+        active = sum(1 for p in judged if p.get("state") == "Active" and p.get("physical_state") == "LinkUp")
+        if want_count is None:
+            self.add("ib.port_count", host, "skip", "%s: %d port(s) found, %d active; no expected ib_port_count"
+                     % (host, len(judged), active), measured=len(judged), unit="ports")
+        else:
+            status = "pass" if len(judged) == int(want_count) else "fail"
+            self.add("ib.port_count", host, status, "%s: %d of %d HCA port(s) found (%d active)"
+                     % (host, len(judged), int(want_count), active), measured=len(judged), expected=int(want_count),
+                     unit="ports")
+
+    def ib_fabric(self):
+        diag = self.m.get("ibdiagnet")
+        problem = _result_problem(diag, "ibdiagnet")
+        if problem is not None:
+            self.add("ib.fabric", "fabric", problem[0], "fabric: %s" % problem[1], expected=0, unit="errors")
+            return
+        stages = [s for s in diag.get("stages") or [] if _is_map(s)]
+        errors = _number(diag.get("total_errors"))
+        if errors is None:
+            errors = sum(_number(s.get("errors")) or 0 for s in stages)
+        errors = int(errors)
+        if not errors and diag.get("failed"):
+            # the tool did not run, printed no summary, or exceeded the module's max_warnings
+            self.add("ib.fabric", "fabric", "fail", "fabric: ibdiagnet failed: %s" % _failed_msg(diag), expected=0,
+                     unit="errors")
+            return
+        if not stages:
+            self.add("ib.fabric", "fabric", "skip", "fabric: ibdiagnet gave no stage summary", expected=0,
+                     unit="errors")
+            return
+        warnings = int(_number(diag.get("total_warnings")) or 0)
+        if errors:
+            bad = ", ".join("%s (%d)" % (s.get("name"), int(_number(s.get("errors")) or 0)) for s in stages
+                            if _number(s.get("errors")))
+            texts = [to_text(m.get("text")) for m in diag.get("messages") or []
+                     if _is_map(m) and m.get("level") == "error"]
+            self.add("ib.fabric", "fabric", "fail", "fabric: ibdiagnet reports %d error(s) in %s%s" % (
+                errors, bad or "its summary", "; first: %s" % " | ".join(texts[:5]) if texts else ""),
+                measured=errors, expected=0, unit="errors")
+        else:
+            self.add("ib.fabric", "fabric", "pass", "fabric: ibdiagnet reports no error in %d stage(s) (%d warning(s))"
+                     % (len(stages), warnings), measured=0, expected=0, unit="errors")
+
+    def ib_write_bw(self):
+        pairs = self.m.get("ib_write_bw")
+        fraction = self.t["ib_write_bw_min_fraction"]
+        if not pairs:
+            self.add("ib.write_bw", "pairs", "skip", "ib_write_bw was not measured")
+            return
+        if not _is_list(pairs):
+            raise AnsibleFilterError("validation_judge: measured.ib_write_bw must be a list of pairs")
+        nodes = self.m.get("nodes") if _is_map(self.m.get("nodes")) else {}
+        for pair in pairs:
+            if not _is_map(pair):
+                raise AnsibleFilterError("validation_judge: each ib_write_bw entry must be a dict, got %r" % (pair,))
+            subject = "%s->%s %s" % (pair.get("client"), pair.get("server"), pair.get("hca") or "")
+            subject = subject.strip()
+            line = _number(pair.get("line_rate_gbits"))
+            if line is None:
+                client = nodes.get(pair.get("client")) if _is_map(nodes.get(pair.get("client"))) else {}
+                line = _number((client.get("expected") or {}).get("ib_rate_gbps"))
+            result = pair.get("result")
+            if isinstance(result, (str, bytes)):
+                result = perftest_results(result)
+            rc = pair.get("rc")
+            if result is None and rc not in (None, 0):
+                self.add("ib.write_bw", subject, "fail", "%s: ib_write_bw failed with exit status %s" % (subject, rc),
+                         expected=line, unit="Gb/s")
+                continue
+            if result is None:
+                self.add("ib.write_bw", subject, "skip", "%s: ib_write_bw was not measured" % subject, expected=line,
+                         unit="Gb/s")
+                continue
+            if not _is_map(result):
+                raise AnsibleFilterError("validation_judge: ib_write_bw result of %s must be perftest_results output"
+                                         % subject)
+            if "bw_peak_gbits" not in result:
+                result = perftest_results(result)
+            have = _number(result.get("bw_peak_gbits"))
+            if have is None:
+                self.add("ib.write_bw", subject, "fail", "%s: ib_write_bw printed no bandwidth result" % subject,
+                         expected=line, unit="Gb/s")
+                continue
+            if line is None:
+                self.add("ib.write_bw", subject, "skip", "%s: ib_write_bw %s Gb/s; no line rate to compare with"
+                         % (subject, _fmt(have)), measured=have, unit="Gb/s")
+                self.chart_row("%s ib_write_bw" % subject, "InfiniBand", "Gb/s", have, None, "skip")
+                continue
+            threshold = round(fraction * line, 3)
+            status = "pass" if have >= threshold else "fail"
+            self.add("ib.write_bw", subject, status, "%s: ib_write_bw %s Gb/s %s %s Gb/s (%s of %s)" % (
+                subject, _fmt(have), ">=" if status == "pass" else "<", _fmt(threshold), _pct(fraction), _whole(line)),
+                measured=have, threshold=threshold, expected=line, unit="Gb/s")
+            self.chart_row("%s ib_write_bw" % subject, "InfiniBand", "Gb/s", have, threshold, status)
+
+    # ---------------------------------------------------------------- NCCL
+    def nccl(self, check_id, subject, result, nominal_key, what, label, why=None, rc=None):
+        fraction = self.t["nccl_min_fraction"]
+        nominal = self.t[nominal_key]
+        threshold = round(fraction * nominal, 3)
+        if isinstance(result, (str, bytes)):
+            result = nccl_tests_results(result)
+        if result is None and rc not in (None, 0):
+            self.add(check_id, subject, "fail", "%s: %s failed with exit status %s and no output" % (subject, what, rc),
+                     threshold=threshold, expected=nominal, unit="GB/s")
+            return
+        if result is None:
+            self.add(check_id, subject, "skip", "%s: %s %s" % (subject, what, why or "was not measured"),
+                     threshold=threshold, expected=nominal, unit="GB/s")
+            return
+        if not _is_map(result):
+            raise AnsibleFilterError("validation_judge: the %s result of %s must be nccl_tests_results output"
+                                     % (what, subject))
+        if "ok" not in result or "busbw_peak_gbps" not in result:
+            result = nccl_tests_results(result)
+        test = to_text((result.get("header") or {}).get("test") or "all_reduce_perf")
+        have = _number(result.get("busbw_peak_gbps"))
+        if not result.get("ok") or rc not in (None, 0):
+            problems = [to_text(p) for p in result.get("problems") or []] or ["the test reported a failure"]
+            if rc not in (None, 0):
+                problems = ["exit status %s" % rc] + [p for p in problems if result.get("ok") is False]
+            self.add(check_id, subject, "fail", "%s: %s failed: %s%s" % (
+                subject, test, "; ".join(problems), " (busbw %s GB/s)" % _fmt(have) if have is not None else ""),
+                measured=have, threshold=threshold, expected=nominal, unit="GB/s")
+            self.chart_row(label, "NCCL", "GB/s", have, threshold, "fail")
+            return
+        if have is None:
+            self.add(check_id, subject, "fail", "%s: %s printed no bus bandwidth" % (subject, test),
+                     threshold=threshold, expected=nominal, unit="GB/s")
+            return
+        status = "pass" if have >= threshold else "fail"
+        unchecked = " (data not validated: -c 0)" if (result.get("header") or {}).get("validation") == 0 else ""
+        self.add(check_id, subject, status, "%s: %s busbw %s GB/s %s %s GB/s (%s of %s)%s" % (
+            subject, test, _fmt(have), ">=" if status == "pass" else "<", _fmt(threshold), _pct(fraction),
+            _whole(nominal), unchecked), measured=have, threshold=threshold, expected=nominal, unit="GB/s")
+        self.chart_row(label, "NCCL", "GB/s", have, threshold, status)
+
+    # ---------------------------------------------------------------- storage
+    def storage_node(self, host, node):
+        storage = node.get("storage")
+        path = to_text(storage.get("path")) if _is_map(storage) and storage.get("path") else None
+        subject = "%s:%s" % (host, path) if path else host
+        for kind in ("write", "read"):
+            key = "storage_%s_gbytes_per_s_per_node" % kind
+            threshold = self.t[key]
+            result = storage.get(kind) if _is_map(storage) else None
+            if _is_map(result) and "gbytes_per_s" not in result and "stderr" in result:
+                result = result.get("stderr") or ""  # the registered dd task itself
+            if isinstance(result, (str, bytes)):
+                try:
+                    result = dd_results(result)
+                except AnsibleFilterError as e:
+                    self.add("storage.%s" % kind, subject, "fail", "%s: %s" % (subject, e), threshold=threshold,
+                             expected=threshold, unit="GB/s")
+                    continue
+            have = _number(result.get("gbytes_per_s")) if _is_map(result) else None
+            if have is None:
+                self.add("storage.%s" % kind, subject, "skip", "%s: storage %s bandwidth %s"
+                         % (subject, kind, self.busy(node) or "was not measured"), threshold=threshold,
+                         expected=threshold, unit="GB/s")
+                continue
+            status = "pass" if have >= threshold else "fail"
+            self.add("storage.%s" % kind, subject, status, "%s: dd %s %s GB/s %s %s GB/s" % (
+                subject, kind, _fmt(have, 2), ">=" if status == "pass" else "<", _fmt(threshold, 2)),
+                measured=have, threshold=threshold, expected=threshold, unit="GB/s")
+            self.chart_row("%s %s" % (subject, kind), "Storage per node", "GB/s", have, threshold, status)
+
+    def storage_aggregate(self):
+        agg = self.m.get("storage_aggregate")
+        path = to_text(agg.get("path")) if _is_map(agg) and agg.get("path") else None
+        count = agg.get("nodes") if _is_map(agg) else None
+        subject = "aggregate%s%s" % (" %s" % path if path else "", " (%s nodes)" % count if count is not None else "")
+        for kind in ("write", "read"):
+            threshold = self.t["storage_%s_gbytes_per_s_aggregate" % kind]
+            have = _number(agg.get("%s_gbytes_per_s" % kind)) if _is_map(agg) else None
+            check_id = "storage.aggregate_%s" % kind
+            if have is None:
+                self.add(check_id, subject, "skip", "%s: aggregate storage %s bandwidth was not measured"
+                         % (subject, kind), threshold=threshold, expected=threshold, unit="GB/s")
+                continue
+            status = "pass" if have >= threshold else "fail"
+            self.add(check_id, subject, status, "%s: %s %s GB/s %s %s GB/s" % (
+                subject, kind, _fmt(have, 2), ">=" if status == "pass" else "<", _fmt(threshold, 2)),
+                measured=have, threshold=threshold, expected=threshold, unit="GB/s")
+            self.chart_row("%s %s" % (subject, kind), "Storage aggregate", "GB/s", have, threshold, status)
+
+    # ---------------------------------------------------------------- Slurm
+    def slurm(self):
+        smoke = self.m.get("slurm_smoke")
+        if smoke is None:
+            self.add("slurm.smoke", "slurm", "skip", "slurm: the Slurm smoke job was not run")
+            return
+        if not _is_map(smoke):
+            raise AnsibleFilterError("validation_judge: measured.slurm_smoke must be a dict")
+        job = smoke.get("job_id")
+        subject = "slurm job %s" % job if job not in (None, "") else "slurm"
+        expected = _hosts(smoke.get("nodes_expected"))
+        ran = _hosts(smoke.get("nodes_ran"))
+        rc = smoke.get("rc")
+        problems = []
+        if rc is None or _number(rc) != 0:
+            problems.append("exit status %s" % (rc if rc is not None else "unknown"))
+        missing = [n for n in expected if n not in set(ran)]
+        extra = sorted(set(ran) - set(expected))
+        if missing:
+            problems.append("did not run on %s" % ", ".join(missing))
+        if extra:
+            problems.append("ran on unexpected node(s) %s" % ", ".join(extra))
+        if not expected:
+            problems.append("no expected nodes given")
+        if problems:
+            self.add("slurm.smoke", subject, "fail", "%s: %s" % (subject, "; ".join(problems)), measured=len(set(ran)),
+                     expected=len(expected), unit="nodes")
+        else:
+            self.add("slurm.smoke", subject, "pass", "%s: ran on all %d expected node(s) (%s), rc 0"
+                     % (subject, len(expected), _subject_hosts(expected)), measured=len(set(ran)),
+                     expected=len(expected), unit="nodes")
+
+    # ---------------------------------------------------------------- checkpoint
+    def checkpoint(self):
+        models = self.m.get("models")
+        interval = self.m.get("checkpoint_interval_minutes")
+        agg = self.m.get("storage_aggregate")
+        bandwidth = _number(agg.get("write_gbytes_per_s")) if _is_map(agg) else None
+        limit = self.t["checkpoint_max_stall_percent"]
+        if not models:
+            self.add("checkpoint.stall", "checkpoint", "skip", "checkpoint: no models given", threshold=limit, unit="%")
+            return []
+        if not _is_list(models):
+            raise AnsibleFilterError("validation_judge: measured.models must be a list of {name, parameters_billion}")
+        reason = None
+        if bandwidth is None or bandwidth <= 0:
+            reason = "no aggregate storage write bandwidth measured"
+        elif _number(interval) is None or _number(interval) <= 0:
+            reason = "no checkpoint_interval_minutes given"
+        if reason:
+            for model in models:
+                name = to_text(model.get("name")) if _is_map(model) else to_text(model)
+                self.add("checkpoint.stall", name, "skip", "%s: %s" % (name, reason), threshold=limit, unit="%")
+            return []
+        estimates = checkpoint_estimate(models, bandwidth, interval, self.t["bytes_per_parameter"])
+        for est in estimates:
+            status = "pass" if est["stall_percent"] <= limit else "fail"
+            message = "%s: a %s TB checkpoint every %s min takes %s s at %s GB/s: %s%% of training time %s %s%%" % (
+                est["name"], _fmt(est["checkpoint_bytes"] / 1e12, 2), _whole(interval), _fmt(est["write_seconds"]),
+                _fmt(bandwidth, 2), _fmt(est["stall_percent"], 2), "<=" if status == "pass" else ">", _fmt(limit, 2))
+            self.add("checkpoint.stall", est["name"], status, message, measured=est["stall_percent"], threshold=limit,
+                     unit="%")
+        return estimates
+
+
+def validation_judge(measured, thresholds=None):
+    """Judge measured cluster results against thresholds; see validation_judge.yml for the input and the report."""
+    if not _is_map(measured):
+        raise AnsibleFilterError("validation_judge expects a dict of measured results, got %s"
+                                 % type(measured).__name__)
+    limits = _thresholds(thresholds)
+    judge = _Judge(measured, limits)
+    nodes = measured.get("nodes")
+    if nodes is not None and not _is_map(nodes):
+        raise AnsibleFilterError("validation_judge: measured.nodes must be a dict of host -> node results")
+    if not nodes:
+        judge.add("gpu.count", "nodes", "skip", "no node was measured")
+    for host, node in (nodes or {}).items():
+        host = to_text(host)
+        if node is None:
+            node = {}
+        if not _is_map(node):
+            raise AnsibleFilterError("validation_judge: measured.nodes[%s] must be a dict" % host)
+        expected = node.get("expected") if _is_map(node.get("expected")) else {}
+        judge.gpus(host, node, expected)
+        judge.dcgm(host, node)
+        judge.acs(host, node, expected)
+        judge.ib_ports(host, node, expected)
+        judge.nccl("nccl.single_node", host, node.get("nccl_local"), "nccl_single_node_busbw_gbps",
+                   "single-node NCCL test", "%s NCCL" % host, why=judge.busy(node))
+        judge.storage_node(host, node)
+    judge.ib_fabric()
+    judge.ib_write_bw()
+    multi = measured.get("nccl_multi")
+    if multi is not None and not _is_map(multi):
+        raise AnsibleFilterError("validation_judge: measured.nccl_multi must be a dict {nodes, result}")
+    subject = _subject_hosts((multi or {}).get("nodes"))
+    judge.nccl("nccl.multi_node", subject, (multi or {}).get("result"), "nccl_multi_node_busbw_gbps",
+               "multi-node NCCL test", "%s NCCL multi-node" % subject, rc=(multi or {}).get("rc"))
+    judge.storage_aggregate()
+    judge.slurm()
+    estimates = judge.checkpoint()
+
+    summary = {"pass": 0, "fail": 0, "skip": 0}
+    for check in judge.checks:
+        summary[check["status"]] += 1
+    return {
+        "cluster": _plain(measured.get("cluster")),
+        "generated_at": _plain(measured.get("generated_at")),
+        "ok": summary["fail"] == 0,
+        "summary": summary,
+        "checks": judge.checks,
+        "failures": [c["message"] for c in judge.checks if c["status"] == "fail"],
+        "bandwidth": judge.bandwidth,
+        "checkpoint": _plain(estimates),
+        "thresholds": _plain(limits),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------- HTML
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif;margin:1.5em;color:#222;}
+h1{font-size:1.5em;margin-bottom:.2em;} h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ccc;}
+h3{font-size:1em;margin:1em 0 .3em;}
+.banner{font-size:1.6em;font-weight:bold;padding:.4em .8em;border-radius:6px;display:inline-block;color:#fff;}
+.banner.pass{background:#2e7d32;} .banner.fail{background:#c62828;}
+.summary span{display:inline-block;margin-right:1.2em;font-weight:bold;}
+table{border-collapse:collapse;font-size:.9em;margin-top:.5em;}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top;}
+th{background:#f0f0f0;} td.num{text-align:right;font-variant-numeric:tabular-nums;}
+.status{font-weight:bold;text-transform:uppercase;}
+tr.fail td.status,.s-fail{color:#fff;background:#c62828;} tr.pass td.status,.s-pass{color:#fff;background:#2e7d32;}
+tr.skip td.status,.s-skip{color:#333;background:#bdbdbd;}
+ul.failures li{color:#c62828;}
+svg text{font-size:12px;font-family:inherit;}
+.muted{color:#666;font-size:.85em;}
+"""
+
+_BAR_COLOURS = {"pass": "#2e7d32", "fail": "#c62828", "skip": "#9e9e9e"}
+
+
+def _e(value):
+    return html.escape(to_text("" if value is None else value), quote=True)
+
+
+def _cell_number(value, digits=2):
+    """A table cell: whole numbers without decimals (8 GPUs, 400 Gb/s), others with ``digits``; text as is."""
+    if isinstance(value, bool):
+        return _e(str(value).lower())
+    number = _number(value)
+    if number is None:
+        return _e("" if value is None else value)
+    if number.is_integer() and abs(number) < 1e15:
+        return _e("%d" % number)
+    return _e(_fmt(number, digits))
+
+
+def _svg_chart(entries):
+    """One inline SVG horizontal bar chart: a bar per entry (measured), a dark tick at its threshold."""
+    label_w, bar_w, value_w, row_h, top = 330, 480, 110, 24, 8
+    width = label_w + bar_w + value_w
+    height = top * 2 + row_h * len(entries)
+    scale = max([_number(x.get(k)) or 0 for x in entries for k in ("measured", "threshold")])
+    scale = scale * 1.05 if scale > 0 else 1.0
+    out = ['<svg class="chart" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="bandwidth chart">'
+           % (width, height, width, height)]
+    for row, entry in enumerate(entries):
+        y = top + row * row_h
+        measured = _number(entry.get("measured")) or 0.0
+        threshold = _number(entry.get("threshold"))
+        colour = _BAR_COLOURS.get(entry.get("status"), "#1565c0")
+        length = max(1.0, measured / scale * bar_w)
+        unit = to_text(entry.get("unit") or "")
+        title = "%s: %s %s%s" % (entry.get("label"), _fmt(measured, 2), unit,
+                                 " (threshold %s %s)" % (_fmt(threshold, 2), unit) if threshold is not None else "")
+        out.append('<g><title>%s</title>' % _e(title))
+        label = to_text(entry.get("label") or "")
+        if len(label) > 46:  # the whole label is in the tooltip
+            label = label[:45] + "\u2026"
+        out.append('<text x="%d" y="%d" text-anchor="end">%s</text>' % (label_w - 6, y + 16, _e(label)))
+        out.append('<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>'
+                   % (label_w, y + 4, length, row_h - 8, colour))
+        if threshold is not None:
+            tx = label_w + threshold / scale * bar_w
+            out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#111" stroke-width="2"/>'
+                       % (tx, y + 1, tx, y + row_h - 1))
+        out.append('<text x="%d" y="%d">%s</text></g>'
+                   % (label_w + bar_w + 6, y + 16, _e("%s %s" % (_fmt(measured, 1), unit))))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def validation_html(report):
+    """A validation_judge report -> one self-contained HTML5 page (inline CSS and SVG; no script, no link)."""
+    if not _is_map(report) or not _is_list(report.get("checks")):
+        raise AnsibleFilterError("validation_html expects the report of validation_judge (a dict with checks), got %s"
+                                 % type(report).__name__)
+    checks = [c for c in report.get("checks") or [] if _is_map(c)]
+    summary = report.get("summary") if _is_map(report.get("summary")) else {}
+    counts = dict((k, int(_number(summary.get(k)) or 0)) for k in ("pass", "fail", "skip"))
+    if not summary:
+        for c in checks:
+            if c.get("status") in counts:
+                counts[c["status"]] += 1
+    ok = report.get("ok")
+    if ok is None:
+        ok = counts["fail"] == 0
+    cluster = report.get("cluster") or "cluster"
+    when = report.get("generated_at") or ""
+    title = "ClusterForge validation: %s%s" % (cluster, " at %s" % when if when else "")
+    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             "<title>%s</title>" % _e(title), "<style>%s</style>" % _CSS, "</head>", "<body>",
+             "<h1>%s</h1>" % _e(title)]
+    verdict = "PASS" if ok else "FAIL"
+    note = ""
+    if ok and counts["pass"] == 0:
+        note = " (nothing was measured)"
+    parts.append('<div class="banner %s">%s%s</div>' % ("pass" if ok else "fail", verdict, _e(note)))
+    parts.append('<p class="summary"><span class="s-pass">&nbsp;%d passed&nbsp;</span>'
+                 '<span class="s-fail">&nbsp;%d failed&nbsp;</span>'
+                 '<span class="s-skip">&nbsp;%d skipped (not measured)&nbsp;</span></p>'
+                 % (counts["pass"], counts["fail"], counts["skip"]))
+    failures = [to_text(f) for f in report.get("failures") or []]
+    if failures:
+        parts.append("<h2>Failures</h2>")
+        parts.append('<ul class="failures">%s</ul>' % "".join("<li>%s</li>" % _e(f) for f in failures))
+
+    bandwidth = [b for b in report.get("bandwidth") or [] if _is_map(b) and _number(b.get("measured")) is not None]
+    parts.append("<h2>Bandwidth</h2>")
+    if bandwidth:
+        parts.append('<p class="muted">Bar: measured; black tick: threshold. Green passed, red failed.</p>')
+        groups = []
+        for entry in bandwidth:
+            key = (to_text(entry.get("group") or ""), to_text(entry.get("unit") or ""))
+            if key not in [g[0] for g in groups]:
+                groups.append((key, []))
+            [g for g in groups if g[0] == key][0][1].append(entry)
+        for (group, unit), entries in groups:
+            parts.append("<h3>%s</h3>" % _e(" ".join(x for x in (group, "(%s)" % unit if unit else "") if x)))
+            parts.append(_svg_chart(entries))
+    else:
+        parts.append('<p class="muted">No bandwidth was measured.</p>')
+
+    parts.append("<h2>Checks</h2>")
+    ordered = sorted(checks, key=lambda c: 0 if c.get("status") == "fail" else 1)
+    parts.append("<table><thead><tr><th>Status</th><th>Check</th><th>Subject</th><th>Measured</th><th>Threshold</th>"
+                 "<th>Expected</th><th>Unit</th><th>Message</th></tr></thead><tbody>")
+    for c in ordered:
+        status = to_text(c.get("status") or "")
+        parts.append('<tr class="%s"><td class="status">%s</td><td>%s</td><td>%s</td><td class="num">%s</td>'
+                     '<td class="num">%s</td><td class="num">%s</td><td>%s</td><td>%s</td></tr>' % (
+                         _e(status), _e(status), _e(c.get("id")), _e(c.get("subject")), _cell_number(c.get("measured")),
+                         _cell_number(c.get("threshold")), _cell_number(c.get("expected")), _e(c.get("unit")),
+                         _e(c.get("message"))))
+    parts.append("</tbody></table>")
+
+    estimates = [x for x in report.get("checkpoint") or [] if _is_map(x)]
+    parts.append("<h2>Checkpoint estimate</h2>")
+    if estimates:
+        parts.append("<table><thead><tr><th>Model</th><th>Parameters (billion)</th><th>Checkpoint (TB)</th>"
+                     "<th>Write time (s)</th><th>Stall (s per hour)</th><th>Stall (%)</th></tr></thead><tbody>")
+        for x in estimates:
+            parts.append('<tr><td>%s</td><td class="num">%s</td><td class="num">%s</td><td class="num">%s</td>'
+                         '<td class="num">%s</td><td class="num">%s</td></tr>' % (
+                             _e(x.get("name")), _cell_number(x.get("parameters_billion"), 1),
+                             _e(_fmt((_number(x.get("checkpoint_bytes")) or 0) / 1e12, 2)),
+                             _cell_number(x.get("write_seconds"), 1), _cell_number(x.get("stall_seconds_per_hour"), 1),
+                             _cell_number(x.get("stall_percent"), 2)))
+        parts.append("</tbody></table>")
+    else:
+        parts.append('<p class="muted">No checkpoint estimate (no models, or no aggregate write bandwidth).</p>')
+
+    limits = report.get("thresholds") if _is_map(report.get("thresholds")) else {}
+    if limits:
+        parts.append("<h2>Thresholds</h2><table><tbody>")
+        for key in sorted(limits):
+            parts.append('<tr><th>%s</th><td class="num">%s</td></tr>' % (_e(key), _cell_number(limits[key], 3)))
+        parts.append("</tbody></table>")
+    parts.append("</body>")
+    parts.append("</html>")
+    return "\n".join(parts) + "\n"
+
+
+class FilterModule(object):
+    """Validation filters: benchmark parsers, the judge and its HTML report."""
+
+    def filters(self):
+        return {
+            "nccl_tests_results": nccl_tests_results,
+            "perftest_results": perftest_results,
+            "dd_results": dd_results,
+            "checkpoint_estimate": checkpoint_estimate,
+            "validation_judge": validation_judge,
+            "validation_html": validation_html,
+        }

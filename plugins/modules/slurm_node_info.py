@@ -1,0 +1,265 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: slurm_node_info
+short_description: Read the state, reason and GPUs of Slurm nodes
+version_added: 0.2.0
+description:
+  - Reads every listed node (or every node of the cluster) with one C(scontrol show node) call and returns, per
+    node, the state split into base state and flags, whether it is drained or still draining, who drained it and
+    why, whether slurmd answers, and the GPUs Slurm has configured for it (C(Gres)).
+  - Returns counts for the whole list, so that a play can refuse to start maintenance while too much of a
+    partition is already out of service.
+  - Never changes anything.
+author:
+  - ClusterForge developers (@clusterforge)
+extends_documentation_fragment:
+  - clusterforge.gpu.attributes
+  - clusterforge.gpu.attributes.info_module
+options:
+  nodes:
+    description:
+      - The Slurm nodes, as a hostlist expression (C(gpu[01-16])). Default, every node C(scontrol) knows.
+    type: str
+  partition:
+    description:
+      - Keep only nodes in this partition (C(Partitions=) of C(scontrol show node)).
+    type: str
+  reason_prefix:
+    description:
+      - Drains whose reason starts with this prefix are reported as RV(nodes[].ours=true) and counted in
+        RV(summary.drained_by_us) rather than in RV(summary.unavailable).
+    type: str
+    default: "cf-"
+  scontrol_path:
+    description: Path of C(scontrol). Default, looked up on E(PATH) and in the sbin directories.
+    type: path
+seealso:
+  - module: clusterforge.gpu.slurm_node
+  - name: scontrol(1)
+    description: Node states and flags.
+    link: https://slurm.schedmd.com/scontrol.html
+"""
+
+EXAMPLES = r"""
+- name: Read the GPU partition before a rolling change
+  clusterforge.gpu.slurm_node_info:
+    partition: gpu
+    reason_prefix: "cf-roll:"
+  register: gpu_partition
+
+- name: Refuse to start when more than a quarter of the partition is already out
+  ansible.builtin.assert:
+    that: gpu_partition.summary.unavailable_percent <= 25
+    fail_msg: "{{ gpu_partition.summary.unavailable_nodes | join(', ') }} already out of service"
+"""
+
+RETURN = r"""
+nodes:
+  description: One entry per node, in the order C(scontrol) printed them.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name:
+      description: Slurm node name.
+      type: str
+      sample: gpu01
+    state:
+      description: C(State) as printed.
+      type: str
+      sample: MIXED+DRAIN
+    base:
+      description: The base state (IDLE, MIXED, ALLOCATED, DOWN, ...).
+      type: str
+      sample: MIXED
+    flags:
+      description: State flags (DRAIN, NOT_RESPONDING, INVALID_REG, ...).
+      type: list
+      elements: str
+      sample: [DRAIN]
+    drain:
+      description: The DRAIN flag is set.
+      type: bool
+    drained:
+      description: Drained and no jobs left.
+      type: bool
+    draining:
+      description: Drained, with jobs still running.
+      type: bool
+    responding:
+      description: slurmd answers the controller (not DOWN, not NOT_RESPONDING).
+      type: bool
+    available:
+      description: The node can take new jobs (responding and neither drained nor failed, not in maintenance).
+      type: bool
+    reason:
+      description: The reason text, without Slurm's C([user@time]) tag; null when none.
+      type: str
+    reason_user:
+      description: Who set the reason.
+      type: str
+    reason_time:
+      description: When the reason was set.
+      type: str
+    ours:
+      description: The node is drained with a reason starting with O(reason_prefix).
+      type: bool
+    gres:
+      description: C(Gres) as printed.
+      type: str
+      sample: gpu:h100:8(S:0-1)
+    gpus:
+      description: The GPU count configured in C(Gres).
+      type: int
+      sample: 8
+    cpus_allocated:
+      description: C(CPUAlloc).
+      type: int
+    partitions:
+      description: The partitions of the node.
+      type: list
+      elements: str
+summary:
+  description: Counts over RV(nodes).
+  returned: always
+  type: dict
+  contains:
+    total:
+      description: Nodes listed.
+      type: int
+    available:
+      description: Nodes that can take jobs.
+      type: int
+    unavailable:
+      description: Nodes out of service for a reason that is not ours (drained by others, down, failed).
+      type: int
+    unavailable_nodes:
+      description: Their names.
+      type: list
+      elements: str
+    unavailable_percent:
+      description: RV(summary.unavailable) in percent of RV(summary.total) (0 when no node is listed).
+      type: float
+    drained_by_us:
+      description: Names of nodes drained with a reason starting with O(reason_prefix).
+      type: list
+      elements: str
+    gpus:
+      description: GPUs configured over all listed nodes.
+      type: int
+cmd:
+  description: The command that was run.
+  returned: always
+  type: str
+  sample: /usr/bin/scontrol show node 'gpu[01-08]'
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress, expand
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import (
+    gres_count, parse_not_found, parse_scontrol_nodes, split_reason, state_flags,
+)
+
+OUT_OF_SERVICE = ("DOWN", "FAIL", "FAILING", "MAINT", "FUTURE", "POWERED_DOWN", "UNKNOWN", "INVAL")
+
+
+def _int(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def describe(node, prefix):
+    """One entry of RV(nodes) from a parsed C(scontrol show node) record."""
+    info = state_flags(node.get("State", ""))
+    reason, user, when = split_reason(node.get("Reason"))
+    responding = info["base"] != "DOWN" and not info["not_responding"]
+    out_flags = [f for f in info["flags"] if f in OUT_OF_SERVICE or f in ("FAIL", "INVALID_REG", "POWERED_DOWN")]
+    available = responding and not info["drain"] and info["base"] not in OUT_OF_SERVICE and not out_flags
+    try:
+        gpus = gres_count(node.get("Gres"))
+    except ValueError:
+        gpus = None
+    partitions = [p for p in (node.get("Partitions") or "").split(",") if p and p != "(null)"]
+    return {
+        "name": node["NodeName"], "state": node.get("State", ""), "base": info["base"], "flags": info["flags"],
+        "drain": info["drain"], "drained": info["drained"], "draining": info["draining"],
+        "responding": responding, "available": available,
+        "reason": reason, "reason_user": user, "reason_time": when,
+        "ours": bool(info["drain"] and reason and reason.startswith(prefix)),
+        "gres": node.get("Gres"), "gpus": gpus, "cpus_allocated": _int(node.get("CPUAlloc")),
+        "partitions": partitions,
+    }
+
+
+def summarise(entries):
+    unavailable = [e["name"] for e in entries if not e["available"] and not e["ours"]]
+    total = len(entries)
+    return {
+        "total": total,
+        "available": sum(1 for e in entries if e["available"]),
+        "unavailable": len(unavailable),
+        "unavailable_nodes": unavailable,
+        "unavailable_percent": round(100.0 * len(unavailable) / total, 1) if total else 0.0,
+        "drained_by_us": [e["name"] for e in entries if e["ours"]],
+        "gpus": sum(e["gpus"] or 0 for e in entries),
+    }
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            nodes=dict(type="str"),
+            partition=dict(type="str"),
+            reason_prefix=dict(type="str", default="cf-"),
+            scontrol_path=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    names = None
+    if params["nodes"]:
+        try:
+            names = []
+            for name in expand(params["nodes"]):
+                if name not in names:
+                    names.append(name)
+        except ValueError as e:
+            module.fail_json(msg="nodes: %s" % e)
+
+    scontrol = ToolRunner(module, "scontrol", params["scontrol_path"])
+    args = ["show", "node"] + ([compress(names)] if names else [])
+    rc, out, err = scontrol.run(args, check_rc=False)
+    read_cmd = scontrol.calls[-1]
+    not_found = parse_not_found(out + "\n" + err)
+    if rc != 0 and not not_found:
+        scontrol.fail(read_cmd, rc, out, err, what="scontrol show node")
+    records = [n for n in parse_scontrol_nodes(out) if n.get("NodeName")]
+    if names:
+        missing = [n for n in names if n not in [r["NodeName"] for r in records]]
+        if missing:
+            module.fail_json(msg="unknown Slurm node(s): %s" % compress(missing), unknown=missing,
+                             cmd=quote(read_cmd), rc=rc, stdout=out, stderr=err)
+    try:
+        entries = [describe(r, params["reason_prefix"]) for r in records]
+    except ValueError as e:
+        module.fail_json(msg="cannot read the node states: %s" % e, cmd=quote(read_cmd), stdout=out)
+    if params["partition"]:
+        entries = [e for e in entries if params["partition"] in e["partitions"]]
+    module.exit_json(changed=False, nodes=entries, summary=summarise(entries), cmd=quote(read_cmd))
+
+
+if __name__ == "__main__":
+    main()
