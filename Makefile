@@ -21,11 +21,12 @@ ROLES_WITH_MOLECULE = $(sort $(patsubst roles/%/molecule/default/molecule.yml,%,
 phase = @printf '\n==> [%s] %s\n' "$$(date +%H:%M:%S)" "$(1)"
 
 .PHONY: help deps venv link bootstrap lab lab-up lab-converge lab-validate lab-down lint yamllint ansible-lint \
-        sanity test-unit test-integration molecule molecule-all test-lab test build clean
+        sanity test-unit test-integration molecule molecule-all test-lab test bench build clean
 
 help:
 	@echo "make lab        install what is missing, start the container lab, run site.yml (and validation)"
 	@echo "make lab-down   remove the lab containers"
+	@echo "make bench      lab benchmarks with 2, 4 and 8 GPU nodes (docs/performance.md)"
 	@echo "make test       yamllint, ansible-lint, ansible-test sanity, unit tests, every molecule scenario, lab end-to-end"
 	@echo "make test-unit  unit and conformance tests only (seconds)"
 	@echo "make lint       yamllint and ansible-lint (production profile)"
@@ -125,6 +126,12 @@ test-lab: bootstrap
 
 test: bootstrap lint sanity test-unit test-integration molecule-all test-lab
 	$(call phase,all tests passed)
+
+# Benchmarks on the lab (not a timed test): bench/results.json, bench/results.svg, docs/performance.md.
+BENCH_SIZES ?= 2 4 8
+bench: bootstrap
+	$(call phase,benchmarks: $(BENCH_SIZES) GPU nodes (replaces the lab))
+	@python tests/bench/bench.py --sizes $(BENCH_SIZES)
 
 build: venv
 	$(call phase,ansible-galaxy collection build)

@@ -4,6 +4,7 @@ Runs against the lab of inventories/lab (tests/lab/lab.sh up creates it if it is
 `make lab` does. The containers are left running for inspection; `make lab-down` removes them.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -21,7 +22,10 @@ ENV.update({
     "ANSIBLE_NOCOLOR": "1",
     "ANSIBLE_FORCE_COLOR": "0",
     "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
+    # validate.yml fetches its report to $PWD/validation-reports (the operator's current directory).
+    "PWD": ROOT,
 })
+SESSION_START = time.time()
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
@@ -120,3 +124,192 @@ def test_lustre_is_mounted_on_clients_and_shares_data(converged):
     assert rc == 0, out
     rc, out = podman_exec("gpu02", "cat", "/mnt/cflab/cf-e2e.txt")
     assert rc == 0 and out.strip() == "cf-e2e", out
+
+
+# ------------------------------------------------------------------------------------------ rolling reconfigure
+
+# Power limits unique to this session (within the emulated 200-700 W range), so that a reused lab changes too.
+POWER_BASE_W = 400 + (int(time.time()) // 60 % 50) * 2
+ROLL_ROLES = '{"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2, ' \
+             '"rolling_max_unavailable_percent": 50}'
+
+
+def slurm(*argv):
+    return podman_exec("head01", *argv)
+
+
+def node_states():
+    """{node: (compact state, reason)} of the GPU partition, read on the controller."""
+    rc, out = slurm("sinfo", "-h", "-N", "-p", "gpu", "-o", "%N|%t|%E")
+    assert rc == 0, out
+    states = {}
+    for line in out.splitlines():
+        name, state, reason = line.split("|", 2)
+        states[name] = (state, reason)
+    return states
+
+
+def power_limits(host):
+    rc, out = podman_exec(host, "nvidia-smi", "--query-gpu=power.limit", "--format=csv,noheader,nounits")
+    assert rc == 0, out
+    return sorted({float(v) for v in out.split()})
+
+
+def roll(tmp_path, power_w, *extra):
+    """Roll gpu_tuning with a power limit set in an extra inventory source (where a change lives)."""
+    override = tmp_path / "change.yml"
+    override.write_text("gpu_nodes:\n  vars:\n    gpu_tuning_power_limit_watts: %d\n" % power_w)
+    return run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", str(override),
+                "playbooks/rolling_reconfigure.yml", "-e", ROLL_ROLES] + list(extra))
+
+
+class Monitor(object):
+    """Polls sinfo every second while a roll runs and keeps every snapshot."""
+
+    def __init__(self):
+        import threading
+        self.snapshots = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self):
+        while not self.stop.is_set():
+            try:
+                self.snapshots.append(node_states())
+            except AssertionError:
+                pass
+            self.stop.wait(1)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(10)
+
+    def most_rolled_at_once(self):
+        return max([sum(1 for s, r in snap.values() if s.startswith(("drain", "drng")) and r.startswith("cf-roll:"))
+                    for snap in self.snapshots] or [0])
+
+
+def wait_for_job(job_id, wanted, seconds=120):
+    state = ""
+    for dummy in range(seconds // 2):
+        rc, out = slurm("sacct", "-X", "-n", "-P", "-j", job_id, "--format=State")
+        state = out.strip().splitlines()[0] if rc == 0 and out.strip() else ""
+        if state in wanted:
+            return state
+        time.sleep(2)
+    return state
+
+
+def test_rolling_change_drains_only_what_changes_and_kills_no_job(converged, tmp_path):
+    assert all(s == "idle" for s, r in node_states().values()), node_states()
+    rc, out = slurm("scontrol", "update", "NodeName=gpu02", "State=DRAIN", "Reason=admin: fan check")
+    assert rc == 0, out
+    rc, out = slurm("sbatch", "--parsable", "-w", "gpu01", "-J", "cf-roll-job", "--time=5", "--wrap", "sleep 45")
+    assert rc == 0, out
+    job = out.strip().split(";")[0]
+    assert wait_for_job(job, ("RUNNING",), 60) == "RUNNING"
+    before_gpu02 = power_limits("gpu02")
+
+    with Monitor() as mon:
+        rc, out = roll(tmp_path, POWER_BASE_W + 150)
+    assert rc == 0, out
+    assert "drained by someone else (left alone, never resumed): gpu02" in out
+    # The job that ran on gpu01 when the roll started finished normally: the drain waited for it.
+    assert wait_for_job(job, ("COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT")) == "COMPLETED"
+    assert any(snap["gpu01"][0] == "drng" and snap["gpu01"][1].startswith("cf-roll:") for snap in mon.snapshots), \
+        "gpu01 was never seen draining while its job ran"
+    assert mon.most_rolled_at_once() <= 1
+    # The admin's drain is untouched and the node was not changed.
+    assert all(snap["gpu02"] == ("drain", "admin: fan check") for snap in mon.snapshots if "gpu02" in snap)
+    states = node_states()
+    assert states["gpu02"] == ("drain", "admin: fan check"), states
+    assert power_limits("gpu02") == before_gpu02
+    # gpu01 got the change and is back in service.
+    assert states["gpu01"][0] == "idle", states
+    assert power_limits("gpu01") == [float(POWER_BASE_W + 150)]
+
+
+def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_path):
+    # The admin is done with gpu02 (drained by the test before; resuming an idle node is an error, hence no check).
+    slurm("scontrol", "update", "NodeName=gpu02", "State=RESUME")
+    assert node_states()["gpu02"] == ("idle", "none"), node_states()
+    rc, out = podman_exec("gpu01", "dcgmi", "--emu-fail", "software", "3")
+    assert rc == 0, out
+    try:
+        with Monitor() as mon:
+            rc, out = roll(tmp_path, POWER_BASE_W + 100)
+        assert rc != 0, out
+        assert "gpu01 failed at 'dcgm-diag'" in out, out
+        states = node_states()
+        assert states["gpu01"][0] == "drain", states
+        assert states["gpu01"][1].startswith("cf-roll:") and "FAILED dcgm-diag" in states["gpu01"][1], states
+        assert "software failed on GPU 3" in states["gpu01"][1], states
+        # The canary failed: the later batch (gpu02) was never drained nor changed.
+        assert states["gpu02"] == ("idle", "none"), states
+        assert all(snap.get("gpu02", ("idle", ""))[0] == "idle" for snap in mon.snapshots)
+        assert power_limits("gpu02") != [float(POWER_BASE_W + 100)]
+    finally:
+        podman_exec("gpu01", "dcgmi", "--emu-reset")
+
+    rc, out = roll(tmp_path, POWER_BASE_W + 100)
+    assert rc == 0, out
+    assert "left drained by an earlier roll (adopted): gpu01" in out
+    states = node_states()
+    assert {n: s for n, (s, r) in states.items()} == {"gpu01": "idle", "gpu02": "idle"}, states
+    assert power_limits("gpu01") == [float(POWER_BASE_W + 100)] and power_limits("gpu02") == [float(POWER_BASE_W + 100)]
+
+
+def test_rolling_check_mode_drains_nothing(converged, tmp_path):
+    rc, out = roll(tmp_path, POWER_BASE_W + 50, "--check")
+    assert rc == 0, out
+    assert "nodes to roll: gpu01, gpu02" in out
+    assert {n: s for n, (s, r) in node_states().items()} == {"gpu01": "idle", "gpu02": "idle"}
+    assert power_limits("gpu01") == [float(POWER_BASE_W + 100)]
+
+
+# ------------------------------------------------------------------------------------------------- validation
+
+VALIDATION_CHECKS = {"gpu.count", "gpu.health", "dcgm.diag", "pcie.acs", "ib.port", "ib.port_count", "ib.fabric",
+                     "ib.write_bw", "nccl.single_node", "nccl.multi_node", "storage.write", "storage.read",
+                     "storage.aggregate_write", "storage.aggregate_read", "slurm.smoke", "checkpoint.stall"}
+
+
+def test_site_yml_ends_with_a_passing_validation_report(converged):
+    # site.yml's last stage wrote the report on the controller and fetched it to this checkout, in this session.
+    assert os.path.getmtime(os.path.join(ROOT, "validation-reports", "validation.json")) >= SESSION_START
+    with open(os.path.join(ROOT, "validation-reports", "validation.json")) as handle:
+        report = json.load(handle)
+    assert report["ok"] is True and report["summary"]["fail"] == 0, report["failures"]
+    assert VALIDATION_CHECKS <= {c["id"] for c in report["checks"]}
+    assert all(c["status"] == "pass" for c in report["checks"]), [c for c in report["checks"] if c["status"] != "pass"]
+    with open(os.path.join(ROOT, "validation-reports", "validation.html")) as handle:
+        html = handle.read()
+    assert "<svg" in html and "nccl.multi_node" in html
+    rc, out = podman_exec("head01", "python3", "-c", "import json; print(json.load(open("
+                          "'/var/lib/clusterforge/validation/validation.json'))['ok'])")
+    assert rc == 0 and out.strip() == "True", out
+
+
+def test_injected_faults_fail_validation_and_are_named(converged, tmp_path):
+    podman_exec("gpu02", "sh", "-c", "echo '{\"ports\": {\"mlx5_3\": {\"down\": true}}}' > /var/lib/clusterforge-emu/ib.json")
+    podman_exec("gpu01", "sh", "-c", "echo '{\"nccl_busbw_gbps\": 200}' > /var/lib/clusterforge-emu/perf.json")
+    try:
+        rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "playbooks/validate.yml",
+                       "-e", "validate_fetch_dir=%s" % tmp_path])
+    finally:
+        podman_exec("gpu02", "rm", "-f", "/var/lib/clusterforge-emu/ib.json")
+        podman_exec("gpu01", "rm", "-f", "/var/lib/clusterforge-emu/perf.json")
+    assert rc != 0, out
+    assert "Validation failed" in out and "gpu02 mlx5_3:1: state Down" in out, out
+    with open(os.path.join(str(tmp_path), "validation.json")) as handle:
+        report = json.load(handle)
+    assert report["ok"] is False
+    failed = {(c["id"], c["subject"]) for c in report["checks"] if c["status"] == "fail"}
+    assert ("ib.port", "gpu02 mlx5_3:1") in failed, failed
+    assert ("nccl.single_node", "gpu01") in failed, failed
+    # Everything else still passes: the faults are named, not smeared over the cluster.
+    assert {c["subject"] for c in report["checks"] if c["status"] == "fail"} <= {"gpu02 mlx5_3:1", "gpu01"}

@@ -14,8 +14,9 @@ def _stages():
         plays = yaml.safe_load(f)
     stages = []
     for play in plays:
-        if "import_playbook" in play:
-            name = os.path.splitext(os.path.basename(play["import_playbook"]))[0]
+        imported = play.get("ansible.builtin.import_playbook", play.get("import_playbook"))
+        if imported:
+            name = os.path.splitext(os.path.basename(imported))[0]
             stages.append(name)
             continue
         for role in play.get("roles", []):
@@ -57,3 +58,10 @@ def test_roles_are_referenced_by_fqcn():
         for role in play.get("roles", []):
             name = role["role"] if isinstance(role, dict) else role
             assert name.startswith("clusterforge.gpu."), name
+
+
+def test_validation_is_the_last_stage_and_a_playbook():
+    stages, plays = _stages()
+    assert stages[-1] == "validate"
+    assert plays[-1]["ansible.builtin.import_playbook"] == "playbooks/validate.yml"
+    assert os.path.exists(os.path.join(ROOT, "playbooks", "validate.yml"))

@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""ClusterForge benchmarks on the container lab (`make bench`; not a timed test).
+
+For each size in --sizes (default 2 4 8 GPU nodes) it builds an inventory like inventories/lab with that many GPU
+nodes, recreates the lab from nothing and records:
+  * cold site.yml wall time (new containers: packages, daemons, file systems) and its changed count;
+  * warm (no-op) re-run wall time and its changed count (must be 0);
+  * hardware-tool calls per GPU node in the warm run (nvidia-smi, dcgmi, lspci, setpci, ibstat, ibdiagnet, lfs,
+    ... counted by logging wrappers placed before the emulators on PATH for the measurement only);
+  * a rolling change (a new GPU power limit on every node, playbooks/rolling_reconfigure.yml): wall time, time per
+    node, and the least share of GPU nodes schedulable (not drained) at any moment, from sinfo polled every second.
+Then the seconds each added node costs (cold), from the smallest and the largest size.
+Writes bench/results.json and bench/results.svg, and rewrites the figures section of docs/performance.md.
+The lab of inventories/lab is replaced: `make lab` brings it back.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.join(ROOT, ".venv", "bin")
+LAB = os.path.join(ROOT, "tests", "lab", "lab.sh")
+WORK = os.path.join(ROOT, ".cache", "bench")
+OUT = os.path.join(ROOT, "bench")
+TOOLS = ["nvidia-smi", "dcgmi", "lspci", "setpci", "ibstat", "ibdiagnet", "lfs", "lctl", "lnetctl", "all_reduce_perf",
+         "ib_write_bw", "mkfs.lustre", "tunefs.lustre"]
+RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+ENV = dict(os.environ)
+ENV.update({
+    "CONTAINERS_CONF": os.path.join(ROOT, "tests", "lab", "containers.conf"),
+    "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+    "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".cache", "collections"),
+    "ANSIBLE_NOCOLOR": "1",
+    "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
+})
+
+
+def log(msg):
+    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def run(cmd, env=None, timeout=7200):
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env or ENV, capture_output=True, text=True, timeout=timeout, check=False)
+    return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - start
+
+
+def recap(out):
+    return {m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "unreachable": int(m.group(4)),
+                         "failed": int(m.group(5))} for m in RECAP.finditer(out)}
+
+
+def inventory(size):
+    """inventories/lab with gpu01..gpuNN; group_vars are shared with the lab inventory."""
+    inv = os.path.join(WORK, "inv-%d" % size)
+    shutil.rmtree(inv, ignore_errors=True)
+    shutil.copytree(os.path.join(ROOT, "inventories", "lab", "group_vars"), os.path.join(inv, "group_vars"))
+    gpus = "".join("        gpu%02d:\n          cluster_mgmt_ip: 10.77.0.%d\n          cluster_fabric_ip: 10.78.0.%d\n"
+                   % (i, 20 + i, 20 + i) for i in range(1, size + 1))
+    hosts = ("all:\n  children:\n    slurm_controller:\n      hosts:\n        head01:\n"
+             "          cluster_mgmt_ip: 10.77.0.10\n          cluster_fabric_ip: 10.78.0.10\n"
+             "    gpu_nodes:\n      hosts:\n" + gpus +
+             "    lustre_mds:\n      hosts:\n        stor01:\n          cluster_mgmt_ip: 10.77.0.31\n"
+             "          cluster_fabric_ip: 10.78.0.31\n"
+             "    lustre_oss:\n      hosts:\n        stor01:\n"
+             "    lustre_clients:\n      children:\n        gpu_nodes:\n        slurm_controller:\n")
+    with open(os.path.join(inv, "hosts.yml"), "w") as handle:
+        handle.write(hosts)
+    # The lab's debug partition names gpu01 only; keep it.
+    return inv
+
+
+def podman(*argv):
+    proc = subprocess.run(["podman"] + list(argv), env=ENV, capture_output=True, text=True, timeout=300, check=False)
+    return proc.returncode, proc.stdout
+
+
+def install_counters(hosts):
+    """Logging wrappers in /usr/local/sbin (before /usr/local/bin on PATH) for every emulated tool present."""
+    script = ("for t in %s; do [ -x /usr/local/bin/$t ] || continue; printf '#!/bin/sh\\necho %%s >> /run/cf-bench-calls\\n"
+              "exec /usr/local/bin/%%s \"$@\"\\n' $t $t > /usr/local/sbin/$t; chmod 755 /usr/local/sbin/$t; done; "
+              ": > /run/cf-bench-calls" % " ".join(TOOLS))
+    for host in hosts:
+        podman("exec", host, "sh", "-c", script)
+
+
+def read_counters(hosts):
+    counts = {}
+    for host in hosts:
+        rc, out = podman("exec", host, "sh", "-c", "cat /run/cf-bench-calls 2>/dev/null; "
+                         "for t in %s; do rm -f /usr/local/sbin/$t; done" % " ".join(TOOLS))
+        per = {}
+        for line in out.split():
+            per[line] = per.get(line, 0) + 1
+        counts[host] = per
+    return counts
+
+
+class Schedulable(object):
+    """Polls sinfo on the controller; keeps the least share of GPU nodes not drained."""
+
+    def __init__(self, total):
+        self.total = total
+        self.least = 1.0
+        self.samples = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self):
+        while not self.stop.is_set():
+            rc, out = podman("exec", "head01", "sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %t")
+            if rc == 0 and out.strip():
+                rows = [line.split() for line in out.splitlines() if line.strip()]
+                ok = sum(1 for name, state in rows if not state.startswith(("drain", "drng", "down", "fail")))
+                self.least = min(self.least, ok / float(self.total))
+                self.samples += 1
+            self.stop.wait(1)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(10)
+
+
+def bench_size(size):
+    inv = inventory(size)
+    env = dict(ENV, CF_LAB_INVENTORY=inv)
+    gpus = ["gpu%02d" % i for i in range(1, size + 1)]
+    result = {"gpu_nodes": size, "hosts": size + 2}
+    log("%d GPU nodes: recreating the lab" % size)
+    run([LAB, "down"], env=env)
+    rc, out, secs = run([LAB, "up"], env=env)
+    if rc != 0:
+        raise SystemExit(out)
+    rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "tests/lab/emulators.yml"])
+    if rc != 0:
+        raise SystemExit(out[-5000:])
+    log("%d GPU nodes: cold site.yml" % size)
+    rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "site.yml"])
+    if rc != 0:
+        raise SystemExit(out[-8000:])
+    result["cold_seconds"] = round(secs, 1)
+    result["cold_changed"] = sum(r["changed"] for r in recap(out).values())
+    log("%d GPU nodes: cold %.0f s; warm re-run" % (size, secs))
+    install_counters(gpus)
+    rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "site.yml"])
+    calls = read_counters(gpus)
+    if rc != 0:
+        raise SystemExit(out[-8000:])
+    result["warm_seconds"] = round(secs, 1)
+    result["warm_changed"] = sum(r["changed"] for r in recap(out).values())
+    per_node = [sum(c.values()) for c in calls.values()]
+    result["tool_calls_per_gpu_node"] = round(sum(per_node) / float(len(per_node)), 1)
+    result["tool_calls_by_tool"] = calls[gpus[0]]
+    log("%d GPU nodes: warm %.0f s, changed=%d; rolling change" % (size, secs, result["warm_changed"]))
+    change = os.path.join(WORK, "change-%d.yml" % size)
+    with open(change, "w") as handle:
+        handle.write("gpu_nodes:\n  vars:\n    gpu_tuning_power_limit_watts: 600\n")
+    with Schedulable(size) as sched:
+        rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "-i", change,
+                             "playbooks/rolling_reconfigure.yml", "-e",
+                             '{"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2}'])
+    if rc != 0:
+        raise SystemExit(out[-8000:])
+    result["rolling_seconds"] = round(secs, 1)
+    result["rolling_seconds_per_node"] = round(secs / size, 1)
+    result["rolling_least_schedulable_percent"] = round(100 * sched.least, 1)
+    log("%d GPU nodes: rolling %.0f s (%.0f s/node), least schedulable %.0f%%"
+        % (size, secs, secs / size, 100 * sched.least))
+    return result
+
+
+def svg(results):
+    width, bar_h, gap = 640, 18, 8
+    rows = []
+    for res in results:
+        rows.append(("%d nodes cold" % res["gpu_nodes"], res["cold_seconds"]))
+        rows.append(("%d nodes warm" % res["gpu_nodes"], res["warm_seconds"]))
+        rows.append(("%d nodes rolling" % res["gpu_nodes"], res["rolling_seconds"]))
+    top = max([v for dummy, v in rows] or [1])
+    height = len(rows) * (bar_h + gap) + 40
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">'
+             % (width, height), '<text x="10" y="18">ClusterForge lab: wall seconds (lower is better)</text>']
+    for i, (label, value) in enumerate(rows):
+        y = 30 + i * (bar_h + gap)
+        w = int((width - 260) * value / top)
+        parts.append('<text x="10" y="%d">%s</text>' % (y + 13, label))
+        parts.append('<rect x="140" y="%d" width="%d" height="%d" fill="#4a78b5"/>' % (y, w, bar_h))
+        parts.append('<text x="%d" y="%d">%.0f s</text>' % (146 + w, y + 13, value))
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def per_node_cost(results):
+    if len(results) < 2:
+        return None
+    small, large = results[0], results[-1]
+    added = (large["cold_seconds"] - small["cold_seconds"]) / float(large["gpu_nodes"] - small["gpu_nodes"])
+    return round(added, 1)
+
+
+def markdown(doc):
+    lines = ["| GPU nodes | cold site.yml | warm re-run | warm changed | tool calls per GPU node (warm) | "
+             "rolling change | per node | least schedulable |", "|---|---|---|---|---|---|---|---|"]
+    for r in doc["results"]:
+        lines.append("| %d | %.0f s | %.0f s | %d | %.0f | %.0f s | %.0f s | %.0f%% |"
+                     % (r["gpu_nodes"], r["cold_seconds"], r["warm_seconds"], r["warm_changed"],
+                        r["tool_calls_per_gpu_node"], r["rolling_seconds"], r["rolling_seconds_per_node"],
+                        r["rolling_least_schedulable_percent"]))
+    lines.append("")
+    if doc.get("cold_seconds_per_added_node") is not None:
+        lines.append("Cold cost per added GPU node: %.0f s (from %d to %d nodes)."
+                     % (doc["cold_seconds_per_added_node"], doc["results"][0]["gpu_nodes"],
+                        doc["results"][-1]["gpu_nodes"]))
+    lines.append("Measured %s on %s (%d CPUs)." % (doc["date"], doc["machine"], doc["cpus"]))
+    return "\n".join(lines) + "\n"
+
+
+def update_doc(doc):
+    path = os.path.join(ROOT, "docs", "performance.md")
+    begin, end = "<!-- bench:begin -->", "<!-- bench:end -->"
+    with open(path) as handle:
+        text = handle.read()
+    if begin not in text or end not in text:
+        raise SystemExit("docs/performance.md lacks the %s ... %s markers" % (begin, end))
+    head, rest = text.split(begin, 1)
+    dummy, tail = rest.split(end, 1)
+    with open(path, "w") as handle:
+        handle.write(head + begin + "\n" + markdown(doc) + end + tail)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
+    args = parser.parse_args()
+    os.makedirs(WORK, exist_ok=True)
+    os.makedirs(OUT, exist_ok=True)
+    results = []
+    for size in sorted(args.sizes):
+        results.append(bench_size(size))
+        doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+               "machine": os.uname().nodename, "cpus": os.cpu_count(), "results": results,
+               "cold_seconds_per_added_node": per_node_cost(results)}
+        with open(os.path.join(OUT, "results.json"), "w") as handle:
+            json.dump(doc, handle, indent=2)
+            handle.write("\n")
+        with open(os.path.join(OUT, "results.svg"), "w") as handle:
+            handle.write(svg(results))
+        update_doc(doc)
+    log("results: bench/results.json, bench/results.svg, docs/performance.md")
+    log("the lab now has %d GPU nodes; `make lab-down && make lab` brings back inventories/lab" % results[-1]["gpu_nodes"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
