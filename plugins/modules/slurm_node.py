@@ -236,10 +236,9 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
-from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress, expand
-from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import (
-    parse_not_found, parse_scontrol_nodes, parse_sinfo, split_reason, state_flags,
-)
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import parse_sinfo, split_reason, state_flags
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm_nodes import read_nodes, unique_names
 
 ARGUMENT_SPEC = dict(
     nodes=dict(type="str", required=True),
@@ -392,29 +391,10 @@ def main():
                                  "this drain as ours later" % (reason, params["reason_prefix"]))
         params["reason"] = reason
 
-    try:
-        names = []
-        for name in expand(params["nodes"]):
-            if name not in names:
-                names.append(name)
-    except ValueError as e:
-        module.fail_json(msg="nodes: %s" % e)
-
+    names = unique_names(module, params["nodes"])
     scontrol = ToolRunner(module, "scontrol", params["scontrol_path"])
-    rc, out, err = scontrol.run(["show", "node", compress(names)], check_rc=False)
-    read_cmd = scontrol.calls[-1]
-    by_name = {}
-    for node in parse_scontrol_nodes(out):
-        if node.get("NodeName"):
-            by_name[node["NodeName"]] = node
-    missing = [n for n in names if n not in by_name]
-    not_found = parse_not_found(out + "\n" + err)
-    if rc != 0 and not not_found:
-        # Not a "Node X not found" answer: the controller is unreachable, permission denied, ...
-        scontrol.fail(read_cmd, rc, out, err, what="scontrol show node")
-    if missing:
-        module.fail_json(msg="unknown Slurm node(s): %s; nothing was changed" % compress(missing),
-                         unknown=missing, not_found=not_found, cmd=quote(read_cmd), rc=rc, stdout=out, stderr=err)
+    records, read_cmd = read_nodes(module, scontrol, names, unknown_note="; nothing was changed")
+    by_name = dict((node["NodeName"], node) for node in records)
 
     entries, skipped = [], []
     for name in names:

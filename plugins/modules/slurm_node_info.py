@@ -166,10 +166,8 @@ cmd:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
-from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress, expand
-from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import (
-    gres_count, parse_not_found, parse_scontrol_nodes, split_reason, state_flags,
-)
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import gres_count, split_reason, state_flags
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm_nodes import read_nodes, unique_names
 
 OUT_OF_SERVICE = ("DOWN", "FAIL", "FAILING", "MAINT", "FUTURE", "POWERED_DOWN", "UNKNOWN", "INVAL")
 
@@ -229,33 +227,13 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    names = None
-    if params["nodes"]:
-        try:
-            names = []
-            for name in expand(params["nodes"]):
-                if name not in names:
-                    names.append(name)
-        except ValueError as e:
-            module.fail_json(msg="nodes: %s" % e)
-
+    names = unique_names(module, params["nodes"]) if params["nodes"] else None
     scontrol = ToolRunner(module, "scontrol", params["scontrol_path"])
-    args = ["show", "node"] + ([compress(names)] if names else [])
-    rc, out, err = scontrol.run(args, check_rc=False)
-    read_cmd = scontrol.calls[-1]
-    not_found = parse_not_found(out + "\n" + err)
-    if rc != 0 and not not_found:
-        scontrol.fail(read_cmd, rc, out, err, what="scontrol show node")
-    records = [n for n in parse_scontrol_nodes(out) if n.get("NodeName")]
-    if names:
-        missing = [n for n in names if n not in [r["NodeName"] for r in records]]
-        if missing:
-            module.fail_json(msg="unknown Slurm node(s): %s" % compress(missing), unknown=missing,
-                             cmd=quote(read_cmd), rc=rc, stdout=out, stderr=err)
+    records, read_cmd = read_nodes(module, scontrol, names)
     try:
         entries = [describe(r, params["reason_prefix"]) for r in records]
     except ValueError as e:
-        module.fail_json(msg="cannot read the node states: %s" % e, cmd=quote(read_cmd), stdout=out)
+        module.fail_json(msg="cannot read the node states: %s" % e, cmd=quote(read_cmd))
     if params["partition"]:
         entries = [e for e in entries if params["partition"] in e["partitions"]]
     module.exit_json(changed=False, nodes=entries, summary=summarise(entries), cmd=quote(read_cmd))
