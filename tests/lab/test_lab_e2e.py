@@ -97,10 +97,8 @@ def test_emulated_gpus_are_visible_on_gpu_nodes(converged):
 
 
 def test_slurm_schedules_gpu_jobs_across_the_lab(converged):
-    rc, out = podman_exec("head01", "sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %t")
-    assert rc == 0, out
-    states = dict(line.split() for line in out.splitlines())
-    assert states == {"gpu01": "idle", "gpu02": "idle"}, out
+    states = {n: s for n, (s, r) in settled_node_states().items()}
+    assert states == {"gpu01": "idle", "gpu02": "idle"}, states
     rc, out = podman_exec("head01", "srun", "-N2", "--gres=gpu:1", "--time=1", "hostname")
     assert rc == 0 and sorted(out.split()) == ["gpu01", "gpu02"], out
     rc, out = podman_exec("head01", "srun", "-N1", "--gres=gpu:9", "--time=1", "--immediate=5", "hostname")
@@ -147,6 +145,21 @@ def node_states():
         name, state, reason = line.split("|", 2)
         states[name] = (state, reason)
     return states
+
+
+def settled_node_states(want=None, seconds=120):
+    """node_states() once Slurm hears from every node, and, when `want` ({node: (state, reason)}) is given, once those
+    nodes are in those states. A trailing '*' (not responding) is left briefly by a RESUME of a node that was down and
+    by a ping that timed out on a loaded 2-core machine; it clears at slurmctld's next ping."""
+    deadline = time.time() + seconds
+    while True:
+        states = node_states()
+        settled = not any(s.endswith("*") for s, r in states.values())
+        if settled and all(states.get(n) == v for n, v in (want or {}).items()):
+            return states
+        if time.time() > deadline:
+            return states
+        time.sleep(2)
 
 
 def power_limits(host):
@@ -205,7 +218,8 @@ def wait_for_job(job_id, wanted, seconds=120):
 
 
 def test_rolling_change_drains_only_what_changes_and_kills_no_job(converged, tmp_path):
-    assert all(s == "idle" for s, r in node_states().values()), node_states()
+    states = settled_node_states()
+    assert all(s == "idle" for s, r in states.values()), states
     rc, out = slurm("scontrol", "update", "NodeName=gpu02", "State=DRAIN", "Reason=admin: fan check")
     assert rc == 0, out
     rc, out = slurm("sbatch", "--parsable", "-w", "gpu01", "-J", "cf-roll-job", "--time=5", "--wrap", "sleep 45")
@@ -224,8 +238,9 @@ def test_rolling_change_drains_only_what_changes_and_kills_no_job(converged, tmp
         "gpu01 was never seen draining while its job ran"
     assert mon.most_rolled_at_once() <= 1
     # The admin's drain is untouched and the node was not changed.
-    assert all(snap["gpu02"] == ("drain", "admin: fan check") for snap in mon.snapshots if "gpu02" in snap)
-    states = node_states()
+    assert all(snap["gpu02"][0].rstrip("*") == "drain" and snap["gpu02"][1] == "admin: fan check"
+               for snap in mon.snapshots if "gpu02" in snap)
+    states = settled_node_states()
     assert states["gpu02"] == ("drain", "admin: fan check"), states
     assert power_limits("gpu02") == before_gpu02
     # gpu01 got the change and is back in service.
@@ -236,7 +251,8 @@ def test_rolling_change_drains_only_what_changes_and_kills_no_job(converged, tmp
 def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_path):
     # The admin is done with gpu02 (drained by the test before; resuming an idle node is an error, hence no check).
     slurm("scontrol", "update", "NodeName=gpu02", "State=RESUME")
-    assert node_states()["gpu02"] == ("idle", "none"), node_states()
+    states = settled_node_states({"gpu02": ("idle", "none")})
+    assert states["gpu02"] == ("idle", "none"), states
     rc, out = podman_exec("gpu01", "dcgmi", "--emu-fail", "software", "3")
     assert rc == 0, out
     try:
@@ -244,13 +260,13 @@ def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_p
             rc, out = roll(tmp_path, POWER_BASE_W + 100)
         assert rc != 0, out
         assert "gpu01 failed at 'dcgm-diag'" in out, out
-        states = node_states()
+        states = settled_node_states()
         assert states["gpu01"][0] == "drain", states
         assert states["gpu01"][1].startswith("cf-roll:") and "FAILED dcgm-diag" in states["gpu01"][1], states
         assert "software on GPU 3" in states["gpu01"][1], states
         # The canary failed: the later batch (gpu02) was never drained nor changed.
         assert states["gpu02"] == ("idle", "none"), states
-        assert all(snap.get("gpu02", ("idle", ""))[0] == "idle" for snap in mon.snapshots)
+        assert all(snap.get("gpu02", ("idle", ""))[0].rstrip("*") == "idle" for snap in mon.snapshots)
         assert power_limits("gpu02") != [float(POWER_BASE_W + 100)]
     finally:
         podman_exec("gpu01", "dcgmi", "--emu-reset")
@@ -258,17 +274,22 @@ def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_p
     rc, out = roll(tmp_path, POWER_BASE_W + 100)
     assert rc == 0, out
     assert "left drained by an earlier roll (adopted): gpu01" in out
-    states = node_states()
+    states = settled_node_states()
     assert {n: s for n, (s, r) in states.items()} == {"gpu01": "idle", "gpu02": "idle"}, states
     assert power_limits("gpu01") == [float(POWER_BASE_W + 100)] and power_limits("gpu02") == [float(POWER_BASE_W + 100)]
 
 
 def test_rolling_check_mode_drains_nothing(converged, tmp_path):
-    rc, out = roll(tmp_path, POWER_BASE_W + 50, "--check")
+    before = {h: power_limits(h) for h in ("gpu01", "gpu02")}
+    assert all(limits != [float(POWER_BASE_W + 50)] for limits in before.values()), before
+    with Monitor() as mon:
+        rc, out = roll(tmp_path, POWER_BASE_W + 50, "--check")
     assert rc == 0, out
     assert "nodes to roll: gpu01, gpu02" in out
-    assert {n: s for n, (s, r) in node_states().items()} == {"gpu01": "idle", "gpu02": "idle"}
-    assert power_limits("gpu01") == [float(POWER_BASE_W + 100)]
+    assert not any(s.startswith(("drain", "drng")) or r != "none" for snap in mon.snapshots for s, r in snap.values()), \
+        mon.snapshots
+    assert {n: s for n, (s, r) in settled_node_states().items()} == {"gpu01": "idle", "gpu02": "idle"}
+    assert {h: power_limits(h) for h in ("gpu01", "gpu02")} == before
 
 
 # ------------------------------------------------------------------------------------------------- validation
