@@ -17,6 +17,17 @@ export ANSIBLE_FORCE_COLOR    := 0
 export PATH                   := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
+# EXECUTOR=mitogen runs the lab's playbooks with the Mitogen strategy (mitogen_linear, from requirements.txt) over
+# `podman exec` kept open per host, instead of Ansible's own executor over cf_lab_nsenter: `make lab EXECUTOR=mitogen`.
+# `make bench` measures both. See docs/performance.md.
+EXECUTOR ?= ansible
+MITOGEN_PLUGINS := $(ROOT)/.cache/mitogen
+ifeq ($(EXECUTOR),mitogen)
+export ANSIBLE_STRATEGY_PLUGINS := $(MITOGEN_PLUGINS)/strategy
+export ANSIBLE_STRATEGY         := mitogen_linear
+export CF_LAB_CONNECTION        := podman
+endif
+
 ROLES_WITH_MOLECULE = $(sort $(patsubst roles/%/molecule/default/molecule.yml,%,$(wildcard roles/*/molecule/default/molecule.yml)))
 phase = @printf '\n==> [%s] %s\n' "$$(date +%H:%M:%S)" "$(1)"
 
@@ -52,6 +63,9 @@ STALE_COPY := $(HOME)/.ansible/collections/ansible_collections/clusterforge/gpu
 link:
 	@mkdir -p $(dir $(COLL_LINK)) .cache/facts
 	@test -L $(COLL_LINK) || ln -sfn $(ROOT) $(COLL_LINK)
+	@# Mitogen's plugins at a fixed path (EXECUTOR=mitogen, make bench), wherever pip put the package.
+	@if [ -x $(BIN)/python ] && d=$$($(BIN)/python -c 'import ansible_mitogen.plugins as p, os; print(os.path.dirname(p.__file__))' 2>/dev/null); then \
+	  ln -sfn "$$d" $(MITOGEN_PLUGINS); fi
 	@# An installed copy of this collection in ~/.ansible/collections (left by an older molecule prerun or a
 	@# manual install) would shadow the checkout for ansible-lint: remove it.
 	@if [ -d "$(STALE_COPY)" ] && [ ! -L "$(STALE_COPY)" ]; then \

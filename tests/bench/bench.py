@@ -4,12 +4,15 @@
 For each size in --sizes (default 2 4 8 GPU nodes) it builds an inventory like inventories/lab with that many GPU
 nodes, recreates the lab from nothing and records:
   * cold site.yml wall time (new containers: packages, daemons, file systems) and its changed count;
-  * warm (no-op) re-run wall time and its changed count (must be 0);
+  * warm (no-op) re-run wall time and its changed count (must be 0), with the chosen executor and, for comparison,
+    with the other one;
   * hardware-tool calls per GPU node in the warm run (nvidia-smi, dcgmi, lspci, setpci, ibstat, ibdiagnet, lfs,
     ... counted by logging wrappers placed before the emulators on PATH for the measurement only);
   * a rolling change (a new GPU power limit on every node, playbooks/rolling_reconfigure.yml): wall time, time per
     node, and the least share of GPU nodes schedulable (not drained) at any moment, from sinfo polled every second.
-Then the seconds each added node costs (cold), from the smallest and the largest size.
+Then the seconds each added node costs (cold), by least squares over the sizes.
+--executor picks how Ansible runs the tasks: `mitogen` (default: the Mitogen strategy over one `podman exec` per
+host, kept open) or `ansible` (Ansible's own executor over the lab's cf_lab_nsenter connection).
 Writes bench/results.json and bench/results.svg, and rewrites the figures section of docs/performance.md.
 The lab of inventories/lab is replaced, and the benchmark's lab removed at the end: `make lab` brings it back.
 """
@@ -41,6 +44,13 @@ ENV.update({
     "ANSIBLE_NOCOLOR": "1",
     "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
 })
+
+# How each executor is selected: environment only (the lab inventory reads CF_LAB_CONNECTION).
+EXECUTORS = {
+    "ansible": {},
+    "mitogen": {"ANSIBLE_STRATEGY_PLUGINS": os.path.join(ROOT, ".cache", "mitogen", "strategy"),
+                "ANSIBLE_STRATEGY": "mitogen_linear", "CF_LAB_CONNECTION": "podman"},
+}
 
 
 def log(msg):
@@ -144,11 +154,13 @@ class Schedulable(object):
         self.thread.join(10)
 
 
-def bench_size(size):
+def bench_size(size, executor):
     inv = inventory(size)
     env = dict(ENV, CF_LAB_INVENTORY=inv)
+    play_env = dict(ENV, **EXECUTORS[executor])
+    other = [name for name in sorted(EXECUTORS) if name != executor][0]
     gpus = ["gpu%02d" % i for i in range(1, size + 1)]
-    result = {"gpu_nodes": size, "hosts": size + 2}
+    result = {"gpu_nodes": size, "hosts": size + 2, "executor": executor}
     log("%d GPU nodes: recreating the lab" % size)
     run([LAB, "down"], env=env)
     rc, out, secs = run([LAB, "up"], env=env)
@@ -158,14 +170,14 @@ def bench_size(size):
     if rc != 0:
         raise SystemExit(out[-5000:])
     log("%d GPU nodes: cold site.yml" % size)
-    rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "site.yml"])
+    rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "site.yml"], env=play_env)
     if rc != 0:
         raise SystemExit(out[-8000:])
     result["cold_seconds"] = round(secs, 1)
     result["cold_changed"] = sum(r["changed"] for r in recap(out).values())
     log("%d GPU nodes: cold %.0f s; warm re-run" % (size, secs))
     install_counters(gpus)
-    rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "site.yml"])
+    rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "site.yml"], env=play_env)
     calls = read_counters(gpus)
     if rc != 0:
         raise SystemExit(out[-8000:])
@@ -175,14 +187,21 @@ def bench_size(size):
     result["tool_calls_per_gpu_node"] = round(sum(per_node) / float(len(per_node)), 1)
     result["tool_calls_by_tool"] = calls[gpus[0]][0]
     result["tool_calls_by_daemons_per_gpu_node"] = round(sum(other for per, other in calls.values()) / float(len(calls)), 1)
-    log("%d GPU nodes: warm %.0f s, changed=%d; rolling change" % (size, secs, result["warm_changed"]))
+    log("%d GPU nodes: warm %.0f s, changed=%d; warm re-run with the %s executor" % (size, secs, result["warm_changed"], other))
+    rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "site.yml"], env=dict(ENV, **EXECUTORS[other]))
+    if rc != 0:
+        raise SystemExit(out[-8000:])
+    result["warm_seconds_" + other] = round(secs, 1)
+    result["warm_changed_" + other] = sum(r["changed"] for r in recap(out).values())
+    log("%d GPU nodes: warm (%s) %.0f s, changed=%d; rolling change" % (size, other, secs, result["warm_changed_" + other]))
     change = os.path.join(WORK, "change-%d.yml" % size)
     with open(change, "w") as handle:
         handle.write("gpu_nodes:\n  vars:\n    gpu_tuning_power_limit_watts: 600\n")
     with Schedulable(size) as sched:
         rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "-i", change,
                              "playbooks/rolling_reconfigure.yml", "-e",
-                             '{"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2}'])
+                             '{"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2}'],
+                            env=play_env)
     if rc != 0:
         raise SystemExit(out[-8000:])
     result["rolling_seconds"] = round(secs, 1)
@@ -239,11 +258,17 @@ def targets(doc):
 
 
 def markdown(doc):
-    lines = ["| GPU nodes | cold site.yml | warm re-run | warm changed | tool calls per GPU node (warm) | "
-             "rolling change | per node | least schedulable |", "|---|---|---|---|---|---|---|---|"]
+    executor = doc.get("executor", "ansible")
+    other = [name for name in sorted(EXECUTORS) if name != executor][0]
+    lines = ["Executor: `%s` (cold, warm, rolling); the warm re-run with `%s` is shown for comparison." % (executor, other),
+             "",
+             "| GPU nodes | cold site.yml | warm re-run | warm changed | warm re-run (%s) | tool calls per GPU node (warm) | "
+             "rolling change | per node | least schedulable |" % other, "|---|---|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
-        lines.append("| %d | %.0f s | %.0f s | %d | %.0f | %.0f s | %.0f s | %.0f%% |"
+        lines.append("| %d | %.0f s | %.0f s | %d | %s | %.0f | %.0f s | %.0f s | %.0f%% |"
                      % (r["gpu_nodes"], r["cold_seconds"], r["warm_seconds"], r["warm_changed"],
+                        ("%.0f s (changed %d)" % (r["warm_seconds_" + other], r["warm_changed_" + other]))
+                        if "warm_seconds_" + other in r else "-",
                         r["tool_calls_per_gpu_node"], r["rolling_seconds"], r["rolling_seconds_per_node"],
                         r["rolling_least_schedulable_percent"]))
     lines.append("")
@@ -276,15 +301,16 @@ def update_doc(doc):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--executor", choices=sorted(EXECUTORS), default="mitogen")
     args = parser.parse_args()
     os.makedirs(WORK, exist_ok=True)
     os.makedirs(OUT, exist_ok=True)
     results = []
     for size in sorted(args.sizes):
-        results.append(bench_size(size))
+        results.append(bench_size(size, args.executor))
         per_node, one_node = per_node_cost(results)
         doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-               "machine": os.uname().nodename, "cpus": os.cpu_count(), "results": results,
+               "machine": os.uname().nodename, "cpus": os.cpu_count(), "executor": args.executor, "results": results,
                "cold_seconds_per_added_node": per_node, "cold_seconds_one_node": one_node}
         doc["targets"] = targets(doc)
         with open(os.path.join(OUT, "results.json"), "w") as handle:
