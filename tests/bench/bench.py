@@ -94,24 +94,30 @@ def podman(*argv):
 
 
 def install_counters(hosts):
-    """Logging wrappers in /usr/local/sbin (before /usr/local/bin on PATH) for every emulated tool present.
+    """A logging wrapper in place of every emulated tool present, wherever it is on PATH.
 
-    Each call is logged with its parent's command name: Ansible's modules run under `python3`, while slurmd's
-    health check (slurm-healthcheck) and other daemons have their own names and are counted apart."""
-    script = ("for t in %s; do [ -x /usr/local/bin/$t ] || continue; printf '#!/bin/sh\\n"
+    The tool is renamed to <path>.cf-bench in its own directory (the emulators find their helper modules next to
+    themselves) and a wrapper at its path logs each call with its parent's command name: Ansible's modules run
+    under `python3`, while slurmd's health check (slurm-healthcheck) and other daemons have their own names and
+    are counted apart. read_counters puts every tool back."""
+    script = ("for t in %s; do p=$(command -v $t) || continue; [ -e \"$p.cf-bench\" ] && continue; "
+              "mv \"$p\" \"$p.cf-bench\"; printf '#!/bin/sh\\n"
               "echo \"%%s $(cat /proc/$PPID/comm 2>/dev/null)\" >> /run/cf-bench-calls\\n"
-              "exec /usr/local/bin/%%s \"$@\"\\n' $t $t > /usr/local/sbin/$t; chmod 755 /usr/local/sbin/$t; done; "
+              "exec \"%%s.cf-bench\" \"$@\"\\n' $t \"$p\" > \"$p\"; chmod 755 \"$p\"; done; "
               ": > /run/cf-bench-calls" % " ".join(TOOLS))
     for host in hosts:
         podman("exec", host, "sh", "-c", script)
 
 
+RESTORE = ("for t in %s; do p=$(command -v $t) || continue; "
+           "if [ -e \"$p.cf-bench\" ]; then mv -f \"$p.cf-bench\" \"$p\"; fi; done" % " ".join(TOOLS))
+
+
 def read_counters(hosts):
-    """{host: ({tool: calls by Ansible modules}, calls by anything else)}; removes the wrappers."""
+    """{host: ({tool: calls by Ansible modules}, calls by anything else)}; puts the tools back."""
     counts = {}
     for host in hosts:
-        rc, out = podman("exec", host, "sh", "-c", "cat /run/cf-bench-calls 2>/dev/null; "
-                         "for t in %s; do rm -f /usr/local/sbin/$t; done" % " ".join(TOOLS))
+        rc, out = podman("exec", host, "sh", "-c", "cat /run/cf-bench-calls 2>/dev/null; " + RESTORE)
         per, other = {}, 0
         for line in out.splitlines():
             fields = line.split()
