@@ -75,7 +75,7 @@ bootstrap: deps venv link
 
 # --- the lab ------------------------------------------------------------------------------------------------
 lab: bootstrap lab-up lab-converge lab-validate
-	$(call phase,lab converged: `make lab-down` removes it)
+	$(call phase,lab converged (make lab-down removes it))
 
 lab-up: bootstrap
 	$(call phase,lab containers)
