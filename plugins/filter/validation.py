@@ -625,7 +625,7 @@ class _Judge(object):
             self.add("dcgm.diag", host, "fail", "%s: %s: %s" % (host, what, "; ".join(parts)), measured=verdict,
                      expected="pass")
             return
-        warnings = [to_text(w) for w in diag.get("warnings") or []]
+        warnings = [to_text(w) for w in diag.get("diag_warnings") or []]
         if verdict == "skip":
             self.add("dcgm.diag", host, "skip", "%s: %s skipped every test" % (host, what), measured=verdict,
                      expected="pass")

@@ -16,7 +16,7 @@ description:
     results and fails when any test fails, naming the tests and GPUs.
   - Prefers DCGM's JSON output (C(-j)); when the output is not a JSON diagnostic document (older DCGM, a banner
     only), the box table in the same output is parsed instead. The diagnostic is never run twice.
-  - A test that only warns does not fail the module; its messages are returned in RV(warnings).
+  - A test that only warns does not fail the module; its messages are returned in RV(diag_warnings).
   - Level 1 takes seconds and suits a job prolog; level 2 about two minutes; levels 3 and 4 stress the GPUs, power
     and fabric for 15 minutes or more. Run diagnostics only on idle or drained nodes.
   - DCGM has no HTTP health API; this module talks to the host engine through C(dcgmi) only.
@@ -137,7 +137,7 @@ failed_tests:
   type: list
   elements: dict
   sample: [{name: memory, gpus: ["3"]}]
-warnings:
+diag_warnings:
   description:
     - "Warning messages of the tests, as C(<test> (GPU n): <message>); also shown as Ansible warnings."
   returned: when DCGM reported warnings
@@ -291,7 +291,9 @@ def main():
                   metadata=parsed["metadata"], output_format=fmt, cmd=cmd, rc=rc)
     warnings = warning_lines(parsed)
     if warnings:
-        result["warnings"] = warnings
+        result["diag_warnings"] = warnings
+        for line in warnings:
+            module.warn(line)
 
     if failed or parsed["result"] == "fail":
         what = []

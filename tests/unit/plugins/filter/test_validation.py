@@ -346,6 +346,18 @@ def test_dcgm_failure_names_test_and_gpu(measured, tmp_path):
                               "A memory mismatch was detected on GPU 3" % uuid)
 
 
+def test_dcgm_warnings_are_named_in_the_pass(measured, tmp_path):
+    """dcgm_diag returns DCGM's warnings as diag_warnings (Ansible keeps a module's `warnings` for itself)."""
+    node = fresh_node(tmp_path, "gpu02", tune=False)
+    diag = node.dcgm_diag()
+    diag.update(result="warn", diag_warnings=["pcie (GPU 1): PCIe replay count above the limit"])
+    measured["nodes"]["gpu02"]["dcgm_diag"] = diag
+    report = judge(measured)
+    check = only(report, "dcgm.diag", "gpu02")
+    assert check["status"] == "pass"
+    assert "passed with warnings" in check["message"] and "PCIe replay count above the limit" in check["message"]
+
+
 def test_dcgm_timeout_is_a_failure_not_a_skip(measured):
     measured["nodes"]["gpu01"]["dcgm_diag"] = {
         "failed": True, "changed": False, "msg": "dcgmi diag -r 2 timed out after 600 seconds", "result": None,

@@ -57,7 +57,7 @@ def test_pass_returns_per_test_and_per_gpu_results():
                               "1": {"software": "pass", "memory": "pass", "pcie": "pass"}}
     assert [t["name"] for t in result["tests"]] == ["software", "memory", "pcie"]
     assert result["metadata"]["dcgm_version"] == "4.4.2"
-    assert "warnings" not in result
+    assert "diag_warnings" not in result
 
 
 def test_fail_names_test_and_gpu():
@@ -66,7 +66,7 @@ def test_fail_names_test_and_gpu():
     assert result["msg"] == "DCGM diagnostic level 2 failed: memory on GPU 1"
     assert result["failed_tests"] == [{"name": "memory", "gpus": ["1"]}]
     assert result["gpus"]["1"]["memory"] == "fail" and result["rc"] == 226
-    assert any("A memory mismatch" in w for w in result["warnings"])
+    assert any("A memory mismatch" in w for w in result["diag_warnings"])
 
 
 def test_multiple_failures_listed():
@@ -79,7 +79,7 @@ def test_warn_passes_with_warnings():
     out = diag_json({"software": {0: "Pass"}, "targeted_power": {0: "Warn"}})
     result, _tool = run({"level": 3}, reply(0, out))
     assert "failed" not in result and result["result"] == "warn"
-    assert result["warnings"] == ["targeted_power (GPU 0): targeted_power problem on GPU 0"]
+    assert result["diag_warnings"] == ["targeted_power (GPU 0): targeted_power problem on GPU 0"]
 
 
 def test_json_fallback_to_table():
