@@ -55,11 +55,43 @@ def lab():
     return True
 
 
+def installed(host, package):
+    rc, out = podman_exec(host, "dpkg-query", "-W", "-f=${db:Status-Abbrev}", package)
+    return rc == 0 and out.startswith("ii")
+
+
 @pytest.fixture(scope="module")
-def converged(lab):
+def planned(lab):
+    """README step 3 on new servers: `site.yml --check --diff` before the first real run (when the lab is new)."""
+    new = podman_exec("head01", "test", "-e", "/etc/slurm/slurm.conf")[0] != 0
+    rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml", "--check", "--diff"])
+    after = {"slurmd on gpu01": installed("gpu01", "slurmd"), "chrony on stor01": installed("stor01", "chrony"),
+             "slurmctld on head01": installed("head01", "slurmctld"),
+             "slurm.conf on head01": podman_exec("head01", "test", "-e", "/etc/slurm/slurm.conf")[0] == 0,
+             "munge key on head01": podman_exec("head01", "test", "-e", "/etc/munge/munge.key")[0] == 0,
+             "nccl.conf on gpu02": podman_exec("gpu02", "test", "-e", "/etc/nccl.conf")[0] == 0}
+    return {"new": new, "rc": rc, "out": out, "recap": recap(out), "after": after}
+
+
+@pytest.fixture(scope="module")
+def converged(lab, planned):  # pylint: disable=unused-argument  # the check-mode plan runs on the new lab first
     rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml"])
     assert rc == 0, out
     return recap(out)
+
+
+def test_check_mode_on_new_servers_plans_every_host_and_changes_nothing(planned):
+    if not planned["new"]:
+        pytest.skip("the lab was converged before this session (LAB_REUSE=1): no new servers to plan")
+    assert planned["rc"] == 0, planned["out"]
+    assert set(planned["recap"]) == {"head01", "gpu01", "gpu02", "stor01"}
+    assert all(r["failed"] == 0 and r["unreachable"] == 0 for r in planned["recap"].values()), planned["recap"]
+    # every host has work to do, and the packages a real run installs are named
+    assert all(r["changed"] > 0 for r in planned["recap"].values()), planned["recap"]
+    assert planned["out"].count("Would install") >= 4, "check mode did not name the packages it would install"
+    # nothing was installed or written
+    touched = [what for what, present in planned["after"].items() if present]
+    assert not touched, "check mode changed the servers: %s" % touched
 
 
 def test_site_converges_every_lab_host(converged):
