@@ -17,15 +17,17 @@ export ANSIBLE_FORCE_COLOR    := 0
 export PATH                   := $(BIN):$(PATH)
 export PYTHONDONTWRITEBYTECODE := 1
 
-# EXECUTOR=mitogen runs the lab's playbooks with the Mitogen strategy (mitogen_linear, from requirements.txt) over
-# `podman exec` kept open per host, instead of Ansible's own executor over cf_lab_nsenter: `make lab EXECUTOR=mitogen`.
+# EXECUTOR=mitogen runs the lab's playbooks with the Mitogen strategy (cf_mitogen_linear: Mitogen's mitogen_linear,
+# from requirements.txt, with per-run caches, tests/lab/strategy_plugins) over `podman exec` kept open per host
+# (tests/lab/mitogen_connection.yml), instead of Ansible's own executor over cf_lab_nsenter: `make lab EXECUTOR=mitogen`.
 # `make bench` measures both. See docs/performance.md.
 EXECUTOR ?= ansible
 MITOGEN_PLUGINS := $(ROOT)/.cache/mitogen
+LAB_INVENTORY := -i inventories/lab
 ifeq ($(EXECUTOR),mitogen)
-export ANSIBLE_STRATEGY_PLUGINS := $(MITOGEN_PLUGINS)/strategy
-export ANSIBLE_STRATEGY         := mitogen_linear
-export CF_LAB_CONNECTION        := podman
+export ANSIBLE_STRATEGY_PLUGINS := $(MITOGEN_PLUGINS)/strategy:$(ROOT)/tests/lab/strategy_plugins
+export ANSIBLE_STRATEGY         := cf_mitogen_linear
+LAB_INVENTORY += -i tests/lab/mitogen_connection.yml
 endif
 
 ROLES_WITH_MOLECULE = $(sort $(patsubst roles/%/molecule/default/molecule.yml,%,$(wildcard roles/*/molecule/default/molecule.yml)))
@@ -81,15 +83,15 @@ lab-up: bootstrap
 	$(call phase,lab containers)
 	@tests/lab/lab.sh up
 	$(call phase,test-only hardware emulators into the lab)
-	@ansible-playbook -i inventories/lab tests/lab/emulators.yml
+	@ansible-playbook $(LAB_INVENTORY) tests/lab/emulators.yml
 
 lab-converge: link
 	$(call phase,site.yml against inventories/lab)
-	@ansible-playbook -i inventories/lab site.yml
+	@ansible-playbook $(LAB_INVENTORY) site.yml
 
 lab-validate: link
 	@if [ -f playbooks/validate.yml ] && ! grep -q 'import_playbook: playbooks/validate.yml' site.yml; then \
-	  printf '\n==> validation\n'; ansible-playbook -i inventories/lab playbooks/validate.yml; fi
+	  printf '\n==> validation\n'; ansible-playbook $(LAB_INVENTORY) playbooks/validate.yml; fi
 
 lab-down:
 	$(call phase,removing the lab)
