@@ -44,6 +44,10 @@ BOOLEAN_SWITCHES = (
     "pcie_acs_force", "lustre_server_format_ok", "rolling_reboot_ok", "common_os_sysctl_apply_runtime",
     "common_os_chrony_clock_control",
 )
+# Switches an operator also gives on the command line (-e name=false arrives as a string): a boolean, or a string
+# that Ansible's bool filter reads as one.
+CLI_SWITCHES = ("cluster_converged_skip",)
+BOOL_STRINGS = ("true", "false", "yes", "no", "on", "off", "1", "0")
 
 
 def _ip(value):
@@ -156,6 +160,10 @@ def preflight_inventory_errors(hostvars, groups, lustre_enabled=True, fabric_req
             value = _get(hostvars, host, switch)
             if value is not None and not isinstance(value, bool):
                 errors.append("%s: %s: must be a boolean (true/false), got %r" % (host, switch, value))
+        for switch in CLI_SWITCHES:
+            value = _get(hostvars, host, switch)
+            if value is not None and not isinstance(value, bool) and str(value).strip().lower() not in BOOL_STRINGS:
+                errors.append("%s: %s: must be true or false, got %r" % (host, switch, value))
 
     # GPU nodes: type and count declared and plausible.
     for host in sorted(gpu_hosts):

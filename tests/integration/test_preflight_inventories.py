@@ -112,6 +112,10 @@ def mutate_string_switch(inv):
     inv["all"]["vars"]["common_os_reboot_ok"] = "no"
 
 
+def mutate_unreadable_skip_switch(inv):
+    inv["all"]["vars"]["cluster_converged_skip"] = "sometimes"
+
+
 def mutate_missing_fabric_ip(inv):
     del _host(inv, "gpu_nodes", "gpu01")["cluster_fabric_ip"]
 
@@ -138,6 +142,7 @@ CASES = [
     (mutate_bad_partition, "slurm_controller_partitions[0].name: 'gpu batch' is not a valid Slurm partition name"),
     (mutate_partition_unknown_nodes, "partition 'gpu' names hosts that are not in gpu_nodes: gpu03, gpu04"),
     (mutate_string_switch, "common_os_reboot_ok: must be a boolean (true/false), got 'no'"),
+    (mutate_unreadable_skip_switch, "cluster_converged_skip: must be true or false, got 'sometimes'"),
     (mutate_missing_fabric_ip, "gpu01: cluster_fabric_ip: is required but not set"),
     (mutate_bad_cluster_name, "cluster_name: must be set, lower case"),
     (mutate_broadcast_ip, "gpu01: cluster_mgmt_ip: 10.1.0.255 is the network or broadcast address of 10.1.0.0/24"),
@@ -172,7 +177,7 @@ def test_bad_inventory_is_rejected_before_any_change(tmp_path, mutate, message):
     assert "preflight rejected the inventory; nothing was changed" in out
     assert "unreachable=1" not in out and "UNREACHABLE" not in out, out
     assert "changed=1" not in out
-    assert "Common OS" not in out, "a later play started: " + out
+    assert "Common OS" not in out and "Converged GPU nodes" not in out, "a later play started: " + out
 
 
 def test_each_case_has_its_own_message():

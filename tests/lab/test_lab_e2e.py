@@ -100,8 +100,10 @@ def test_site_converges_every_lab_host(converged):
 
 
 def test_second_run_changes_nothing(converged):
-    rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml"])
+    # Every role on every node: the converged skip is switched off, or this would pass with a broken role.
+    rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml", "-e", "cluster_converged_skip=false"])
     assert rc == 0, out
+    assert GPU_NODE_ROLE_TASK in out and "ok: [gpu02]" in out.split(GPU_NODE_ROLE_TASK, 1)[1][:400], "the roles did not run"
     again = recap(out)
     assert set(again) == {"head01", "gpu01", "gpu02", "stor01"}
     changed = {h: r["changed"] for h, r in again.items() if r["changed"]}
@@ -112,6 +114,80 @@ def test_check_mode_on_a_converged_lab_reports_no_change(converged):
     rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml", "--check"])
     assert rc == 0, out
     assert not {h: r for h, r in recap(out).items() if r["changed"] or r["failed"]}
+
+
+# ------------------------------------------------------------------------------------ converged GPU nodes
+
+# A task of the last GPU node role: it runs on a node only when the node runs every role.
+GPU_NODE_ROLE_TASK = "TASK [clusterforge.gpu.nccl : Write the NCCL system configuration]"
+SKIP_MSG = "converged since its last complete run: the role plays leave it out"
+
+
+def probe_messages(out):
+    """{node: message} of the probe's 'Say which nodes run every role, and why' task (YAML callback output)."""
+    part = out.split("TASK [Say which nodes run every role, and why]", 1)[1].split("\nTASK [", 1)[0]
+    messages, host = {}, None
+    for line in part.splitlines():
+        start = re.match(r"^ok: \[(\S+)\] =>", line)
+        if start:
+            host = start.group(1)
+        elif host and line.strip().startswith("msg:"):
+            messages[host] = line.strip()[4:].strip()
+        elif host in messages and line.startswith("        "):
+            messages[host] += " " + line.strip()
+    return dict((h, m.strip("'\"")) for h, m in messages.items())
+
+
+def site(*extra):
+    return run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml"] + list(extra))
+
+
+def test_converged_nodes_skip_the_roles_and_drift_is_repaired(converged):
+    # A complete run leaves a record on every GPU node; the next run leaves them out of the role plays.
+    rc, out = site()
+    assert rc == 0, out
+    assert probe_messages(out) == {"gpu01": SKIP_MSG, "gpu02": SKIP_MSG}, probe_messages(out)
+    assert GPU_NODE_ROLE_TASK not in out
+    assert not {h: r for h, r in recap(out).items() if r["changed"] or r["failed"]}, recap(out)
+    # Drift on gpu02 only, of three kinds: a managed file, a GPU setting read back from the tool, a stopped daemon.
+    assert podman_exec("gpu02", "sh", "-c", "echo NCCL_DEBUG=TRACE >> /etc/nccl.conf")[0] == 0
+    assert podman_exec("gpu02", "nvidia-smi", "-i", "3", "-pm", "0")[0] == 0
+    assert podman_exec("gpu02", "systemctl", "stop", "munge")[0] == 0
+    rc, out = site()
+    assert rc == 0, out
+    messages = probe_messages(out)
+    assert messages["gpu01"] == SKIP_MSG, messages
+    for what in ("files: /etc/nccl.conf changed", "command gpus: output changed", "units: state munge.service removed"):
+        assert what in messages["gpu02"], messages
+    changed = recap(out)
+    assert changed["gpu01"]["changed"] == 0 and changed["gpu02"]["changed"] > 0, changed
+    # gpu02 ran every role and is repaired.
+    rc, text = podman_exec("gpu02", "cat", "/etc/nccl.conf")
+    assert rc == 0 and "NCCL_DEBUG" not in text, text
+    rc, text = podman_exec("gpu02", "nvidia-smi", "--query-gpu=persistence_mode", "--format=csv,noheader")
+    assert rc == 0 and set(text.split()) == {"Enabled"}, text
+    assert podman_exec("gpu02", "systemctl", "is-active", "munge")[0] == 0
+
+
+def test_an_input_change_runs_every_node_and_a_failed_run_leaves_no_record(converged):
+    # A new input (here an extra variable) runs every role on every node; this one fails in gpu_tuning's rack
+    # power budget check, after the roles before it ran.
+    budget = '{"gpu_tuning_rack": "cf-e2e-rack", "gpu_tuning_rack_power_budget_watts": 1000}'
+    rc, out = site("-e", budget)
+    assert rc != 0, out
+    assert "W budget" in out, out
+    messages = probe_messages(out)
+    assert all(m.startswith("runs every role: inputs:") for m in messages.values()), messages
+    for host in ("gpu01", "gpu02"):
+        assert podman_exec(host, "test", "-e", "/var/lib/clusterforge/converged.json")[0] != 0, host
+    # The next run, with the usual inputs, runs every role (no record), completes and records.
+    rc, out = site()
+    assert rc == 0, out
+    assert set(probe_messages(out).values()) == {"runs every role: no record of a complete run"}, probe_messages(out)
+    assert GPU_NODE_ROLE_TASK in out
+    assert not {h: r for h, r in recap(out).items() if r["changed"] or r["failed"]}, recap(out)
+    for host in ("gpu01", "gpu02"):
+        assert podman_exec(host, "test", "-s", "/var/lib/clusterforge/converged.json")[0] == 0, host
 
 
 def test_hosts_resolve_each_other_by_management_address(converged):
