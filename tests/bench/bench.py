@@ -59,6 +59,10 @@ EXECUTORS = {
 EXECUTOR_INVENTORY = {"ansible": [], "mitogen": ["-i", os.path.join(ROOT, "tests", "lab", "mitogen_connection.yml")]}
 
 
+# What the probe play of site.yml says of a GPU node whose role plays are skipped (playbooks/tasks/converged_probe.yml).
+CONVERGED_MSG = "converged since its last complete run: the role plays leave it out"
+
+
 def log(msg):
     print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
 
@@ -200,7 +204,16 @@ def bench_size(size, executor):
     result["tool_calls_per_gpu_node"] = round(sum(per_node) / float(len(per_node)), 1)
     result["tool_calls_by_tool"] = calls[gpus[0]][0]
     result["tool_calls_by_daemons_per_gpu_node"] = round(sum(other for per, other in calls.values()) / float(len(calls)), 1)
-    log("%d GPU nodes: warm %.0f s, changed=%d; warm re-run with the %s executor" % (size, secs, result["warm_changed"], other))
+    result["warm_converged_gpu_nodes"] = out.count(CONVERGED_MSG)
+    log("%d GPU nodes: warm %.0f s, changed=%d, %d GPU nodes converged (role plays skipped); warm re-run, every role"
+        % (size, secs, result["warm_changed"], result["warm_converged_gpu_nodes"]))
+    rc, out, secs = run(playbook + ["site.yml", "-e", "cluster_converged_skip=false"], env=play_env)
+    if rc != 0:
+        raise SystemExit(out[-8000:])
+    result["warm_every_role_seconds"] = round(secs, 1)
+    result["warm_every_role_changed"] = sum(r["changed"] for r in recap(out).values())
+    log("%d GPU nodes: warm, every role %.0f s, changed=%d; warm re-run with the %s executor"
+        % (size, secs, result["warm_every_role_changed"], other))
     rc, out, secs = run([os.path.join(BIN, "ansible-playbook"), "-i", inv] + EXECUTOR_INVENTORY[other] + ["site.yml"],
                         env=dict(ENV, **EXECUTORS[other]))
     if rc != 0:
@@ -231,6 +244,8 @@ def svg(results):
     for res in results:
         rows.append(("%d nodes cold" % res["gpu_nodes"], res["cold_seconds"]))
         rows.append(("%d nodes warm" % res["gpu_nodes"], res["warm_seconds"]))
+        if "warm_every_role_seconds" in res:
+            rows.append(("%d warm, every role" % res["gpu_nodes"], res["warm_every_role_seconds"]))
         rows.append(("%d nodes rolling" % res["gpu_nodes"], res["rolling_seconds"]))
     top = max([v for dummy, v in rows] or [1])
     height = len(rows) * (bar_h + gap) + 40
@@ -274,12 +289,18 @@ def markdown(doc):
     executor = doc.get("executor", "ansible")
     other = [name for name in sorted(EXECUTORS) if name != executor][0]
     lines = ["Executor: `%s` (cold, warm, rolling); the warm re-run with `%s` is shown for comparison." % (executor, other),
+             "The warm re-run leaves converged GPU nodes out of the role plays (the default); \"warm, every role\" is the "
+             "same re-run with `-e cluster_converged_skip=false`.",
              "",
-             "| GPU nodes | cold site.yml | warm re-run | warm changed | warm re-run (%s) | tool calls per GPU node (warm) | "
-             "rolling change | per node | least schedulable |" % other, "|---|---|---|---|---|---|---|---|---|"]
+             "| GPU nodes | cold site.yml | warm re-run | warm changed | GPU nodes skipped | warm, every role | "
+             "warm re-run (%s) | tool calls per GPU node (warm) | rolling change | per node | least schedulable |" % other,
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in doc["results"]:
-        lines.append("| %d | %.0f s | %.0f s | %d | %s | %.0f | %.0f s | %.0f s | %.0f%% |"
+        lines.append("| %d | %.0f s | %.0f s | %d | %s | %s | %s | %.0f | %.0f s | %.0f s | %.0f%% |"
                      % (r["gpu_nodes"], r["cold_seconds"], r["warm_seconds"], r["warm_changed"],
+                        "%d of %d" % (r["warm_converged_gpu_nodes"], r["gpu_nodes"]) if "warm_converged_gpu_nodes" in r else "-",
+                        ("%.0f s (changed %d)" % (r["warm_every_role_seconds"], r["warm_every_role_changed"]))
+                        if "warm_every_role_seconds" in r else "-",
                         ("%.0f s (changed %d)" % (r["warm_seconds_" + other], r["warm_changed_" + other]))
                         if "warm_seconds_" + other in r else "-",
                         r["tool_calls_per_gpu_node"], r["rolling_seconds"], r["rolling_seconds_per_node"],
