@@ -145,6 +145,8 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner
+
 RECORD_VERSION = 1
 MAX_DIFFERENCES = 20
 PSEUDO_MOUNTS = ("/proc", "/sys", "/dev", "/run")
@@ -241,12 +243,10 @@ def read_packages(module):
     if os.path.exists(status):
         with open(status, "rb") as handle:
             return parse_dpkg_status(handle.read().decode("utf-8", "replace"))
-    rpm = module.get_bin_path("rpm")
-    if rpm:
-        rc, out, err = module.run_command([rpm, "-qa", "--qf", "%{NAME}.%{ARCH} %{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n"],
-                                          environ_update={"LC_ALL": "C"})
-        if rc == 0:
-            return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    rpm = ToolRunner(module, "rpm", required=False)
+    if rpm.available:
+        rc, out, err = rpm.run(["-qa", "--qf", "%{NAME}.%{ARCH} %{EPOCHNUM}:%{VERSION}-%{RELEASE}\\n"], what="rpm -qa")
+        return dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
     return {}
 
 
@@ -275,17 +275,16 @@ def parse_list_unit_files(text):
 
 
 def read_units(module):
-    systemctl = module.get_bin_path("systemctl")
-    if not systemctl:
+    systemctl = ToolRunner(module, "systemctl", required=False)
+    if not systemctl.available:
         return {}
     out = {}
-    rc, text, err = module.run_command([systemctl, "list-units", "--all", "--plain", "--no-legend", "--no-pager",
-                                        "--type=service,socket,timer,path"], environ_update={"LC_ALL": "C"})
-    for unit, value in parse_list_units(text if rc == 0 else "").items():
+    rc, text, err = systemctl.run(["list-units", "--all", "--plain", "--no-legend", "--no-pager",
+                                   "--type=service,socket,timer,path"], what="systemctl list-units")
+    for unit, value in parse_list_units(text).items():
         out["state " + unit] = value
-    rc, text, err = module.run_command([systemctl, "list-unit-files", "--no-legend", "--no-pager"],
-                                       environ_update={"LC_ALL": "C"})
-    for unit, value in parse_list_unit_files(text if rc == 0 else "").items():
+    rc, text, err = systemctl.run(["list-unit-files", "--no-legend", "--no-pager"], what="systemctl list-unit-files")
+    for unit, value in parse_list_unit_files(text).items():
         out["enabled " + unit] = value
     return out
 
@@ -339,10 +338,13 @@ def parse_mounts(text):
 
 
 def run_probe(module, argv, keep):
-    tool = argv[0] if os.path.isabs(argv[0]) else module.get_bin_path(argv[0])
-    if not tool or (tool == argv[0] and not os.path.exists(tool)):
+    """The digest of a tool's output (the lines that match keep) and its exit status, or "absent"."""
+    if os.path.isabs(argv[0]) and not os.path.exists(argv[0]):
         return "absent"
-    rc, out, err = module.run_command([tool] + list(argv[1:]), environ_update={"LANG": "C", "LC_ALL": "C"})
+    tool = ToolRunner(module, os.path.basename(argv[0]), argv[0] if os.path.isabs(argv[0]) else None, required=False)
+    if not tool.available:
+        return "absent"
+    rc, out, err = tool.run(list(argv[1:]), check_rc=False)
     lines = out.splitlines()
     if keep:
         pattern = re.compile(keep)

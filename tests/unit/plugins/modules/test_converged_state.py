@@ -192,3 +192,12 @@ def test_bad_input_is_rejected_before_anything_runs(tmp_path):
     r = run_module(converged_state, {"path": str(tmp_path / "r.json")}, node.tool)
     assert r["failed"] and "inputs_digest" in r["msg"]
     assert node.tool.calls == []
+
+
+def test_a_tool_given_by_a_path_that_does_not_exist_is_absent(tmp_path):
+    node = Node()
+    r = run_module(converged_state, args(tmp_path, state="present",
+                                         commands=[{"name": "qos", "argv": [str(tmp_path / "no-such-tool"), "-i", "x"]}]),
+                   node.tool)
+    assert json.loads((tmp_path / "record.json").read_text())["parts"]["command qos"] == {"output": "absent"}
+    assert not [c for c in node.tool.calls if "no-such-tool" in c[0]] and not r.get("failed")
