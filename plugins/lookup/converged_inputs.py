@@ -17,8 +17,9 @@ description:
     (which C(clusterforge.gpu.converged_state) reads on each node).
   - "It covers: the collection's files (C(roles), C(plugins), C(playbooks), C(meta), C(site.yml), C(galaxy.yml));
     every file of every inventory source (C(ansible_inventory_sources)) and of C(group_vars) and C(host_vars) next to
-    the playbook; the extra variables of the command line (C(-e), files included); the ansible-core version; and the
-    terms, which the caller uses for inputs that live elsewhere (the controller's munge key checksum)."
+    the playbook; the extra variables of the command line (C(-e), files included); the ansible-core version; the
+    C(--start-at-task) and C(--step) options (such a run is not complete, so its record never matches the next run);
+    and the terms, which the caller uses for inputs that live elsewhere (the controller's munge key checksum)."
   - Variables named in O(ignore_extra_vars) are left out of the extra variables, so that switching the skip off for
     one run does not by itself invalidate every record.
 options:
@@ -124,6 +125,9 @@ class LookupModule(LookupBase):
         extra = load_extra_vars(self._loader) if context.CLIARGS else {}
         extra = dict((k, v) for k, v in extra.items() if k not in set(ignored))
         digest.update(to_bytes("extra:" + json.dumps(extra, sort_keys=True, default=to_text) + "\n"))
+        # A run that starts at a task or asks at each step is not complete: its record must not match the next run.
+        partial = dict((k, context.CLIARGS.get(k)) for k in ("start_at_task", "step") if context.CLIARGS and context.CLIARGS.get(k))
+        digest.update(to_bytes("partial:" + json.dumps(partial, sort_keys=True, default=to_text) + "\n"))
         for term in terms:
             digest.update(to_bytes("term:" + to_text(term) + "\n"))
         return [digest.hexdigest()]

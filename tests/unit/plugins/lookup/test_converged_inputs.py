@@ -11,9 +11,9 @@ from ansible.parsing.dataloader import DataLoader
 from ansible_collections.clusterforge.gpu.plugins.lookup import converged_inputs
 
 
-def digest(tmp_path, monkeypatch, extra=None, terms=("munge key abc",), ignore=("cluster_converged_skip",)):
+def digest(tmp_path, monkeypatch, extra=None, terms=("munge key abc",), ignore=("cluster_converged_skip",), cli=None):
     monkeypatch.setattr(converged_inputs, "load_extra_vars", lambda loader: dict(extra or {}))
-    monkeypatch.setattr(converged_inputs.context, "CLIARGS", {"extra_vars": ["x"]})
+    monkeypatch.setattr(converged_inputs.context, "CLIARGS", dict({"extra_vars": ["x"]}, **(cli or {})))
     lookup = converged_inputs.LookupModule(loader=DataLoader())
     variables = {"ansible_inventory_sources": [str(tmp_path / "inventory")], "playbook_dir": str(tmp_path / "play")}
     return lookup.run(list(terms), variables, ignore_extra_vars=list(ignore))[0]
@@ -40,6 +40,10 @@ def test_the_digest_follows_every_input(tmp_path, monkeypatch):
     # extra variables, except the ignored switch
     assert digest(tmp_path, monkeypatch, extra={"gpu_tuning_power_limit_watts": 600}) != fourth
     assert digest(tmp_path, monkeypatch, extra={"cluster_converged_skip": False}) == fourth
+    # a run started at a task, or step by step, is not complete
+    assert digest(tmp_path, monkeypatch, cli={"start_at_task": "Write nccl.conf"}) != fourth
+    assert digest(tmp_path, monkeypatch, cli={"step": True}) != fourth
+    assert digest(tmp_path, monkeypatch, cli={"step": False, "start_at_task": None}) == fourth
     # the caller's terms (the controller's munge key)
     assert digest(tmp_path, monkeypatch, terms=("munge key def",)) != fourth
 
