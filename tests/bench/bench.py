@@ -299,7 +299,9 @@ def markdown(doc):
     other = [name for name in sorted(EXECUTORS) if name != executor][0]
     lines = ["Executor: `%s` (cold, warm, rolling); the warm re-run with `%s` is shown for comparison." % (executor, other),
              "The warm re-run leaves converged GPU nodes out of the role plays (the default); \"warm, every role\" is the "
-             "same re-run with `-e cluster_converged_skip=false`.",
+             "same re-run with `-e cluster_converged_skip=false`. The re-run with `%s` runs every role too: the lab's "
+             "Mitogen runs add an inventory source (tests/lab/mitogen_connection.yml), and a change of inventory sources "
+             "changes every node's inputs digest." % other,
              "",
              "| GPU nodes | cold site.yml | warm re-run | warm changed | GPU nodes skipped | warm, every role | "
              "warm re-run (%s) | tool calls per GPU node (warm) | rolling change | per node | least schedulable |" % other,
