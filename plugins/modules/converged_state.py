@@ -20,8 +20,9 @@ description:
     status); C(units): the systemd units that are loaded and not inactive (active and sub state) and the enablement
     of every unit file; C(kernel): the kernel release, C(/proc/cmdline) and the loaded kernel modules; C(sysctl):
     the live value of every key set in C(/etc/sysctl.conf) and C(/etc/sysctl.d); C(mounts): every mount outside
-    C(/proc), C(/sys), C(/dev) and C(/run); and one part per entry of O(commands), the hardware state read back from
-    the tools (GPU settings, ACS control bits, HCA ports, LNet, Lustre tunings)."
+    C(/proc), C(/sys), C(/dev) and C(/run); C(paths): the paths of O(stat_paths); and one part per entry of
+    O(commands), the hardware state read back from the tools (GPU settings, ACS control bits, HCA ports, LNet,
+    Lustre tunings)."
   - A difference in any part, a different O(inputs_digest), or no record makes RV(converged) false, and
     RV(differences) names what differs (file paths, packages, units, keys, commands).
   - With O(state=present) it writes the record of the current fingerprint; with O(state=absent) it removes it. The
@@ -57,10 +58,12 @@ options:
       - Required unless O(state=absent).
     type: str
   file_roots:
-    description: The directory trees whose files are part of the fingerprint. Other file systems are not entered.
+    description:
+      - The directory trees whose files are part of the fingerprint (a file is taken as itself). Other file systems
+        are not entered.
     type: list
     elements: path
-    default: [/etc, /usr/local]
+    default: [/etc, /usr/local/sbin, /usr/libexec/clusterforge]
   exclude:
     description: Paths left out of the C(files) part (exact paths, or a directory and everything under it).
     type: list
@@ -86,6 +89,13 @@ options:
       keep:
         description: A regular expression; only the output lines that match are part of the fingerprint.
         type: str
+  stat_paths:
+    description:
+      - Paths whose own type, mode, owner and group are a part of the fingerprint (the C(paths) part), without
+        their content. For directories whose content changes with work, such as a daemon's spool and log directories.
+    type: list
+    elements: path
+    default: []
   lctl_params_unit:
     description:
       - A systemd unit whose C(ExecStart=lctl set_param name=value) lines name Lustre parameters; their live values
@@ -148,6 +158,10 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner
 
 RECORD_VERSION = 1
+# What the roles write on a GPU node (tests/unit/test_converged_coverage.py checks every writing task): /etc, the
+# boot programs in /usr/local/sbin, and the health check in /usr/libexec/clusterforge. Not all of /usr/local, which
+# can hold a CUDA toolkit of several GB.
+DEFAULT_FILE_ROOTS = ["/etc", "/usr/local/sbin", "/usr/libexec/clusterforge"]
 MAX_DIFFERENCES = 20
 PSEUDO_MOUNTS = ("/proc", "/sys", "/dev", "/run")
 LCTL_SET_RE = re.compile(r"^ExecStart=\S*lctl\s+set_param\s+(.*)$")
@@ -177,6 +191,9 @@ def read_files(roots, exclude):
     """{path: "type mode owner group digest"} for every entry under the roots, on their own file systems."""
     out = {}
     for root in roots:
+        if os.path.isfile(root) and not os.path.islink(root):
+            out.update(read_paths([root], content=True))
+            continue
         if not os.path.isdir(root):
             continue
         root_dev = os.lstat(root).st_dev
@@ -218,6 +235,27 @@ def read_files(roots, exclude):
                     out[full] = "f %s %s" % (mode, content)
                 else:
                     out[full] = "s %s" % mode   # socket, fifo, device: its existence and mode
+    return out
+
+
+def read_paths(paths, content=False):
+    """{path: "type mode owner group [digest]"} of each path itself (not what a directory holds), or "absent"."""
+    out = {}
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except OSError:
+            out[path] = "absent"
+            continue
+        kind = "d" if stat.S_ISDIR(st.st_mode) else ("l" if stat.S_ISLNK(st.st_mode) else
+                                                     ("f" if stat.S_ISREG(st.st_mode) else "s"))
+        out[path] = "%s %o %s %s" % ((kind, stat.S_IMODE(st.st_mode)) + _owner(st.st_uid, st.st_gid))
+        if content and kind == "f":
+            try:
+                with open(path, "rb") as handle:
+                    out[path] += " " + _sha256(handle.read())
+            except (IOError, OSError):
+                out[path] += " unreadable"
     return out
 
 
@@ -371,6 +409,8 @@ def fingerprint(module):
         "sysctl": read_sysctl(),
         "mounts": parse_mounts(_read("/proc/mounts")),
     }
+    if p["stat_paths"]:
+        parts["paths"] = read_paths(p["stat_paths"])
     for probe in p["commands"]:
         parts["command " + probe["name"]] = {"output": run_probe(module, probe["argv"], probe.get("keep"))}
     if p["lctl_params_unit"] and os.path.exists(p["lctl_params_unit"]):
@@ -422,7 +462,7 @@ def main():
             state=dict(type="str", choices=["query", "present", "absent"], default="query"),
             path=dict(type="path", default="/var/lib/clusterforge/converged.json"),
             inputs_digest=dict(type="str"),
-            file_roots=dict(type="list", elements="path", default=["/etc", "/usr/local"]),
+            file_roots=dict(type="list", elements="path", default=list(DEFAULT_FILE_ROOTS)),
             exclude=dict(type="list", elements="path", default=["/etc/mtab", "/etc/ld.so.cache"]),
             commands=dict(type="list", elements="dict", default=[], options=dict(
                 name=dict(type="str", required=True),
@@ -430,6 +470,7 @@ def main():
                 keep=dict(type="str"),
             )),
             lctl_params_unit=dict(type="path"),
+            stat_paths=dict(type="list", elements="path", default=[]),
         ),
         required_if=[("state", "query", ["inputs_digest"]), ("state", "present", ["inputs_digest"])],
         supports_check_mode=True,

@@ -201,3 +201,26 @@ def test_a_tool_given_by_a_path_that_does_not_exist_is_absent(tmp_path):
                    node.tool)
     assert json.loads((tmp_path / "record.json").read_text())["parts"]["command qos"] == {"output": "absent"}
     assert not [c for c in node.tool.calls if "no-such-tool" in c[0]] and not r.get("failed")
+
+
+def test_stat_paths_count_their_mode_and_owner_not_their_content_and_a_file_can_be_a_root(tmp_path):
+    node = Node()
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    os.chmod(str(spool), 0o755)
+    topo = tmp_path / "topo.xml"
+    topo.write_text("<system/>\n")
+    a = args(tmp_path, state="present", stat_paths=[str(spool), str(tmp_path / "not-yet")],
+             file_roots=[str(tmp_path / "etc"), str(topo)])
+    run_module(converged_state, a, node.tool)
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["parts"]["paths"][str(tmp_path / "not-yet")] == "absent"
+    assert str(topo) in record["parts"]["files"]
+    a["state"] = "query"
+    (spool / "job.42").write_text("work")   # work, not configuration
+    assert run_module(converged_state, a, node.tool)["converged"] is True
+    os.chmod(str(spool), 0o700)
+    assert run_module(converged_state, a, node.tool)["differences"] == ["paths: %s changed" % spool]
+    os.chmod(str(spool), 0o755)
+    topo.write_text("<system version='2'/>\n")
+    assert run_module(converged_state, a, node.tool)["differences"] == ["files: %s changed" % topo]
