@@ -203,7 +203,10 @@ def read_files(roots, exclude):
                 full = os.path.join(dirpath, name)
                 if _excluded(full, exclude):
                     continue
-                st = os.lstat(full)
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    continue   # removed while the tree was read
                 if stat.S_ISDIR(st.st_mode) and st.st_dev != root_dev:
                     continue
                 if stat.S_ISLNK(st.st_mode):
@@ -222,7 +225,10 @@ def read_files(roots, exclude):
                     continue
                 mode = "%o %s %s" % ((stat.S_IMODE(st.st_mode),) + _owner(st.st_uid, st.st_gid))
                 if stat.S_ISLNK(st.st_mode):
-                    out[full] = "l %s -> %s" % (mode, os.readlink(full))
+                    try:
+                        out[full] = "l %s -> %s" % (mode, os.readlink(full))
+                    except OSError:
+                        continue
                 elif stat.S_ISREG(st.st_mode):
                     digest = hashlib.sha256()
                     try:
