@@ -187,81 +187,65 @@ def _excluded(path, exclude):
     return any(path == e or path.startswith(e.rstrip("/") + "/") for e in exclude)
 
 
+def _lstat(path):
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None   # removed while the tree was read, or never there
+
+
+def _describe(path, st, content=True):
+    """"type mode owner group", then a link's target or (with content) a regular file's SHA-256."""
+    kind = "d" if stat.S_ISDIR(st.st_mode) else ("l" if stat.S_ISLNK(st.st_mode) else
+                                                 ("f" if stat.S_ISREG(st.st_mode) else "s"))
+    text = "%s %o %s %s" % ((kind, stat.S_IMODE(st.st_mode)) + _owner(st.st_uid, st.st_gid))
+    try:
+        if kind == "l":
+            text += " -> " + os.readlink(path)
+        elif kind == "f" and content:
+            digest = hashlib.sha256()
+            with open(path, "rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            text += " " + digest.hexdigest()
+    except (IOError, OSError):
+        text += " unreadable"
+    return text
+
+
 def read_files(roots, exclude):
-    """{path: "type mode owner group digest"} for every entry under the roots, on their own file systems."""
+    """{path: description} for every entry under the roots (a file root is taken as itself), on their own file
+    systems; a socket, fifo or device counts by its existence and mode."""
     out = {}
     for root in roots:
-        if os.path.isfile(root) and not os.path.islink(root):
-            out.update(read_paths([root], content=True))
+        st = _lstat(root)
+        if st is None or _excluded(root, exclude):
             continue
-        if not os.path.isdir(root):
+        if not stat.S_ISDIR(st.st_mode):
+            out[root] = _describe(root, st)
             continue
-        root_dev = os.lstat(root).st_dev
         for dirpath, dirnames, filenames in os.walk(root):
             keep = []
-            for name in sorted(dirnames):
+            for name in sorted(dirnames) + sorted(filenames):
                 full = os.path.join(dirpath, name)
-                if _excluded(full, exclude):
+                entry = None if _excluded(full, exclude) else _lstat(full)
+                if entry is None:
                     continue
-                try:
-                    st = os.lstat(full)
-                except OSError:
-                    continue   # removed while the tree was read
-                if stat.S_ISDIR(st.st_mode) and st.st_dev != root_dev:
-                    continue
-                if stat.S_ISLNK(st.st_mode):
-                    filenames.append(name)   # a link to a directory is recorded as a link, not entered
-                    continue
-                keep.append(name)
-                out[full] = "d %o %s %s" % ((stat.S_IMODE(st.st_mode),) + _owner(st.st_uid, st.st_gid))
-            dirnames[:] = keep
-            for name in filenames:
-                full = os.path.join(dirpath, name)
-                if _excluded(full, exclude):
-                    continue
-                try:
-                    st = os.lstat(full)
-                except OSError:
-                    continue
-                mode = "%o %s %s" % ((stat.S_IMODE(st.st_mode),) + _owner(st.st_uid, st.st_gid))
-                if stat.S_ISLNK(st.st_mode):
-                    try:
-                        out[full] = "l %s -> %s" % (mode, os.readlink(full))
-                    except OSError:
-                        continue
-                elif stat.S_ISREG(st.st_mode):
-                    digest = hashlib.sha256()
-                    try:
-                        with open(full, "rb") as handle:
-                            for block in iter(lambda: handle.read(1 << 20), b""):
-                                digest.update(block)
-                        content = digest.hexdigest()
-                    except (IOError, OSError):
-                        content = "unreadable"
-                    out[full] = "f %s %s" % (mode, content)
-                else:
-                    out[full] = "s %s" % mode   # socket, fifo, device: its existence and mode
+                if stat.S_ISDIR(entry.st_mode):
+                    if entry.st_dev != st.st_dev:
+                        continue   # another file system mounted here
+                    keep.append(name)
+                out[full] = _describe(full, entry)
+            dirnames[:] = keep   # a link to a directory is recorded as a link, not entered
     return out
 
 
-def read_paths(paths, content=False):
-    """{path: "type mode owner group [digest]"} of each path itself (not what a directory holds), or "absent"."""
+def read_paths(paths):
+    """{path: description without content} of each path itself (not what a directory holds), or "absent"."""
     out = {}
     for path in paths:
-        try:
-            st = os.lstat(path)
-        except OSError:
-            out[path] = "absent"
-            continue
-        kind = "d" if stat.S_ISDIR(st.st_mode) else ("l" if stat.S_ISLNK(st.st_mode) else
-                                                     ("f" if stat.S_ISREG(st.st_mode) else "s"))
-        out[path] = "%s %o %s %s" % ((kind, stat.S_IMODE(st.st_mode)) + _owner(st.st_uid, st.st_gid))
-        if content and kind == "f":
-            try:
-                with open(path, "rb") as handle:
-                    out[path] += " " + _sha256(handle.read())
-            except (IOError, OSError):
-                out[path] += " unreadable"
+        st = _lstat(path)
+        out[path] = "absent" if st is None else _describe(path, st, content=False)
     return out
 
 
