@@ -135,7 +135,10 @@ differences:
   elements: str
   sample: ["files: /etc/nccl.conf changed", "command gpu: output changed"]
 parts:
-  description: The SHA-256 digest of each part of the current fingerprint.
+  description:
+    - The SHA-256 digest of each part of the current fingerprint.
+    - Empty when the node was not read, that is with O(state=absent), and with O(state=query) when there is no
+      record of this version to compare with.
   returned: always
   type: dict
   sample: {"files": "5f1c...", "packages": "9a0e...", "command gpu": "77b2..."}
@@ -483,6 +486,12 @@ def main():
             result["changed"] = True
             if not module.check_mode:
                 os.remove(p["path"])
+        module.exit_json(**result)
+
+    # A query with no usable record cannot find the node converged: the node is not read (a first run, or a record of
+    # another version). state=present reads it, to write the record.
+    if p["state"] == "query" and (record is None or record.get("version") != RECORD_VERSION):
+        result.update(converged=False, differences=compare(record, p["inputs_digest"], {}), parts={})
         module.exit_json(**result)
 
     parts = fingerprint(module)

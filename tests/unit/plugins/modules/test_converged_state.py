@@ -100,6 +100,8 @@ def test_no_record_then_record_then_converged(tmp_path):
     r = run_module(converged_state, args(tmp_path), node.tool)
     assert r["converged"] is False and r["differences"] == ["no record of a complete run"] and not r["changed"]
     assert not os.path.exists(str(tmp_path / "record.json"))
+    # With nothing to compare with, the node is not read: no tool runs (a first, cold run pays no fingerprint).
+    assert node.tool.calls == [] and r["parts"] == {}
     r = run_module(converged_state, args(tmp_path, state="present"), node.tool)
     assert r["changed"] is True and r["converged"] is True
     record = json.loads((tmp_path / "record.json").read_text())
@@ -179,7 +181,10 @@ def test_a_record_of_another_version_or_unreadable_is_not_converged(tmp_path):
     record = json.loads((tmp_path / "record.json").read_text())
     record["version"] = 0
     (tmp_path / "record.json").write_text(json.dumps(record))
-    assert run_module(converged_state, args(tmp_path), node.tool)["converged"] is False
+    calls = len(node.tool.calls)
+    r = run_module(converged_state, args(tmp_path), node.tool)
+    assert r["converged"] is False and r["differences"] == ["record version 0, not 1"]
+    assert len(node.tool.calls) == calls
     (tmp_path / "record.json").write_text("{not json")
     r = run_module(converged_state, args(tmp_path), node.tool)
     assert r["converged"] is False and r["differences"] == ["no record of a complete run"]
