@@ -304,15 +304,21 @@ def svg(results):
     return "\n".join(parts) + "\n"
 
 
+def least_squares(results, key):
+    """The line through results[key] against the GPU nodes: (slope, value at one GPU node)."""
+    xs = [float(r["gpu_nodes"]) for r in results]
+    ys = [float(r[key]) for r in results]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return slope, my + slope * (1 - mx)
+
+
 def per_node_cost(results):
     """Cold seconds per added GPU node (least squares over every size), and the one-node cold time that line gives."""
     if len(results) < 2:
         return None, None
-    xs = [float(r["gpu_nodes"]) for r in results]
-    ys = [float(r["cold_seconds"]) for r in results]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return round(slope, 1), round(my + slope * (1 - mx), 1)
+    slope, one_node = least_squares(results, "cold_seconds")
+    return round(slope, 1), round(one_node, 1)
 
 
 def cpu_floor(results, cpus):
@@ -322,10 +328,7 @@ def cpu_floor(results, cpus):
     rows = [r for r in results if "cold_cpu_seconds_per_gpu_node" in r and "cold_controller_cpu_seconds" in r]
     if len(rows) < 2:
         return None
-    xs = [float(r["gpu_nodes"]) for r in rows]
-    ys = [float(r["cold_controller_cpu_seconds"]) for r in rows]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    controller = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    controller = least_squares(rows, "cold_controller_cpu_seconds")[0]
     node = sum(r["cold_cpu_seconds_per_gpu_node"] for r in rows) / len(rows)
     return {"node_cpu_seconds": round(node, 1), "controller_cpu_seconds_per_added_node": round(controller, 1),
             "cpus": cpus, "least_wall_seconds_per_added_node": round((node + controller) / cpus, 1)}
