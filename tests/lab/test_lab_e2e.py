@@ -153,6 +153,12 @@ def test_converged_nodes_skip_the_roles_and_drift_is_repaired(converged):
     assert podman_exec("gpu02", "sh", "-c", "echo NCCL_DEBUG=TRACE >> /etc/nccl.conf")[0] == 0
     assert podman_exec("gpu02", "nvidia-smi", "-i", "3", "-pm", "0")[0] == 0
     assert podman_exec("gpu02", "systemctl", "stop", "munge")[0] == 0
+    # Without munge, slurmd cannot answer slurmctld's next ping and the node is marked not responding ("*"); wait
+    # for it, so that the repair below must bring the node back (restart slurmd once munge runs), not a later ping.
+    deadline = time.monotonic() + 240
+    while "*" not in podman_exec("head01", "sinfo", "--noheader", "--Node", "--nodes=gpu02", "--format=%T")[1]:
+        assert time.monotonic() < deadline, "slurmctld never marked gpu02 not responding with munge stopped"
+        time.sleep(3)
     rc, out = site()
     assert rc == 0, out
     messages = probe_messages(out)
