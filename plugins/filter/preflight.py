@@ -22,10 +22,15 @@ try:
 except ImportError:  # pragma: no cover
     HAS_NETADDR = False
 
-try:
-    from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
-except ImportError:  # pragma: no cover - hostlist support arrives with the module_utils file
-    hostlist_expand = None
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import (
+    preflight_gpu,
+    preflight_lustre,
+    preflight_rolling,
+    preflight_slurm,
+    preflight_specs,
+)
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import Inventory
 
 # GPUs a node of each type can hold (HGX/DGX boards carry 8; GB200 trays 4); used for plausibility.
 GPU_TYPES = {
@@ -66,23 +71,29 @@ def _net(value):
         return None
 
 
+_READER = {}
+
+
 def _get(hostvars, host, key):
-    try:
-        hv = hostvars[host]
-    except KeyError:
-        return None
-    try:
-        return hv.get(key) if hasattr(hv, "get") else hv[key]
-    except KeyError:
-        return None
+    """Read through the shared safe reader: an unresolvable value is reported once, not raised."""
+    reader = _READER.get(id(hostvars))
+    if reader is None:
+        return Inventory(hostvars, {}).get(host, key)
+    return reader.get(host, key)
 
 
 def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def preflight_inventory_errors(hostvars, groups, lustre_enabled=True, fabric_required=True):
-    """Return the list of inventory errors (empty when the inventory is sound)."""
+def preflight_inventory_errors(hostvars, groups, lustre_enabled=True, fabric_required=True, _rule_sets=True):
+    """Return the list of inventory errors (empty when the inventory is sound).
+
+    With the default ``_rule_sets`` it also runs every rule set (as ``preflight_inventory_report`` in strict=False
+    mode, warnings left out); the report calls it with ``_rule_sets=False`` for the inventory's shape only.
+    """
+    if _rule_sets:
+        return preflight_inventory_report(hostvars, groups, lustre_enabled, fabric_required)["errors"]
     if not HAS_NETADDR:
         raise AnsibleFilterError("preflight needs the Python library netaddr on the controller (pip install netaddr)")
     errors = []
@@ -235,6 +246,58 @@ def _partition_errors(partitions, groups, gpu_hosts):
     return errors
 
 
+# The rule sets beyond the inventory's shape, each in plugins/plugin_utils (unit-tested there). Each takes the safe
+# reader and the options and returns its errors; one that stops on a value of a shape it did not expect is reported
+# as an error, never raised, so the other rule sets still report theirs.
+RULE_SETS = (
+    ("role variables (argument specs)", preflight_specs.check),
+    ("GPU, driver, DCGM and NCCL", preflight_gpu.check),
+    ("Slurm", preflight_slurm.check),
+    ("Lustre", preflight_lustre.check),
+    ("rolling change", preflight_rolling.check),
+)
+
+
+def preflight_inventory_report(hostvars, groups, lustre_enabled=True, fabric_required=True, strict=False,
+                               rolling=False):
+    """Every preflight rule over the whole inventory: ``{"errors": [...], "warnings": [...]}``.
+
+    ``strict`` makes warnings (a variable with one of our prefixes that no role defines) errors; ``rolling`` adds
+    the rules of playbooks/rolling_reconfigure.yml's own variables.
+    """
+    opts = {"lustre_enabled": lustre_enabled, "fabric_required": fabric_required, "strict": bool(strict),
+            "rolling": bool(rolling)}
+    inv = Inventory(hostvars, groups)
+    _READER[id(hostvars)] = inv
+    try:
+        errors = list(preflight_inventory_errors(hostvars, groups, lustre_enabled, fabric_required, _rule_sets=False))
+    finally:
+        _READER.pop(id(hostvars), None)
+    for title, check in RULE_SETS:
+        try:
+            errors.extend(check(inv, opts))
+        except Exception as e:  # pylint: disable=broad-except
+            errors.append("inventory: preflight: the %s rules stopped on a value of an unexpected shape (%s: %s); "
+                          "the errors above still stand" % (title, type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+    warnings = []
+    try:
+        warnings = list(preflight_specs.typos(inv, opts))
+    except Exception as e:  # pylint: disable=broad-except
+        warnings.append("inventory: preflight: the typo check stopped (%s)" % type(e).__name__)
+    if opts["strict"]:
+        errors.extend(warnings)
+        warnings = []
+    # Resolution errors first (a value that cannot be read explains later ones), each once.
+    seen = set()
+    ordered = []
+    for err in inv.errors + errors:
+        if err not in seen:
+            seen.add(err)
+            ordered.append(err)
+    return {"errors": ordered, "warnings": warnings}
+
+
 class FilterModule(object):
     def filters(self):
-        return {"preflight_inventory_errors": preflight_inventory_errors}
+        return {"preflight_inventory_errors": preflight_inventory_errors,
+                "preflight_inventory_report": preflight_inventory_report}

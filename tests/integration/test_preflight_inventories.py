@@ -12,41 +12,10 @@ import os
 import subprocess
 
 import pytest
-import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(ROOT, ".venv", "bin")
-
-
-def base_inventory():
-    hosts = {
-        "head01": {"cluster_mgmt_ip": "10.1.0.10", "cluster_fabric_ip": "10.2.0.10"},
-        "gpu01": {"cluster_mgmt_ip": "10.1.0.21", "cluster_fabric_ip": "10.2.0.21"},
-        "gpu02": {"cluster_mgmt_ip": "10.1.0.22", "cluster_fabric_ip": "10.2.0.22"},
-        "stor01": {"cluster_mgmt_ip": "10.1.0.31", "cluster_fabric_ip": "10.2.0.31"},
-    }
-    return {
-        "all": {
-            "vars": {
-                "ansible_connection": "containers.podman.podman",
-                "ansible_python_interpreter": "/usr/bin/python3",
-                "cluster_name": "testcl",
-                "cluster_mgmt_network_cidr": "10.1.0.0/24",
-                "cluster_fabric_network_cidr": "10.2.0.0/24",
-                "cluster_fabric_type": "infiniband",
-            },
-            "children": {
-                "slurm_controller": {"hosts": {"head01": hosts["head01"]}},
-                "gpu_nodes": {
-                    "hosts": {"gpu01": hosts["gpu01"], "gpu02": hosts["gpu02"]},
-                    "vars": {"cluster_gpu_type": "h100", "cluster_gpu_count_per_node": 8},
-                },
-                "lustre_mds": {"hosts": {"stor01": hosts["stor01"]}},
-                "lustre_oss": {"hosts": {"stor01": None}},
-                "lustre_clients": {"children": {"gpu_nodes": None, "slurm_controller": None}},
-            },
-        }
-    }
+from integration.preflight_helpers import (  # tests/ is on sys.path (tests/conftest.py)
+    ROOT, BIN, assert_rejected_before_any_change, base_inventory, run_playbook,
+)
 
 
 def _children(inv):
@@ -149,35 +118,12 @@ CASES = [
 ]
 
 
-def run_playbook(tmp_path, inventory, playbook="site.yml"):
-    inv = tmp_path / "hosts.yml"
-    inv.write_text(yaml.safe_dump(inventory))
-    env = dict(os.environ)
-    env.update({
-        "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
-        "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".cache", "collections"),
-        "ANSIBLE_NOCOLOR": "1",
-        "ANSIBLE_FORCE_COLOR": "0",
-        "ANSIBLE_RETRY_FILES_ENABLED": "0",
-        "ANSIBLE_CACHE_PLUGIN": "memory",
-        "PATH": BIN + os.pathsep + env.get("PATH", ""),
-    })
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inv), os.path.join(ROOT, playbook)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    return proc.returncode, proc.stdout + proc.stderr
-
-
 @pytest.mark.parametrize("mutate,message", CASES, ids=[c[0].__name__[len("mutate_"):] for c in CASES])
 def test_bad_inventory_is_rejected_before_any_change(tmp_path, mutate, message):
     inv = copy.deepcopy(base_inventory())
     mutate(inv)
     rc, out = run_playbook(tmp_path, inv)
-    assert rc != 0, out
-    assert message in out, out
-    assert "preflight rejected the inventory; nothing was changed" in out
-    assert "unreachable=1" not in out and "UNREACHABLE" not in out, out
-    assert "changed=1" not in out
-    assert "Common OS" not in out and "Converged GPU nodes" not in out, "a later play started: " + out
+    assert_rejected_before_any_change(rc, out, message)
 
 
 def test_each_case_has_its_own_message():

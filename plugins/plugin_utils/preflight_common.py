@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Shared by every preflight rule set (controller side only): a safe reader of the inventory.
+
+Rules read host variables through :class:`Inventory`, never through ``hostvars`` directly, so that
+
+* a value that cannot be resolved (an undefined variable inside a template) becomes one error naming the host and
+  the variable instead of an exception that hides every other problem;
+* a value given on the command line (``-e name=value``) can be recognised, so a message can say how to give it
+  with the right type;
+* the hosts a role runs on are found the same way everywhere (``ROLE_HOSTS``, the groups of site.yml's plays).
+
+Every error is one string ``"<host or inventory>: <variable>: <rule and what was found>"``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+try:
+    from jinja2 import Undefined as _JinjaUndefined
+except ImportError:  # pragma: no cover - jinja2 always comes with ansible-core
+    _JinjaUndefined = ()
+
+MISSING = object()
+
+# The groups each role's play in site.yml runs on (tests/unit/test_site_order.py keeps the two in step).
+ROLE_HOSTS = {
+    "preflight": ("all",),
+    "common_os": ("all",),
+    "nvidia_driver": ("gpu_nodes",),
+    "dcgm": ("gpu_nodes",),
+    "pcie_acs": ("gpu_nodes",),
+    "gpu_tuning": ("gpu_nodes",),
+    "slurm_controller": ("slurm_controller",),
+    "slurm_compute": ("gpu_nodes",),
+    "lustre_server": ("lustre_mds", "lustre_oss"),
+    "lustre_client": ("lustre_clients",),
+    "nccl": ("gpu_nodes",),
+}
+
+CLI_ORIGIN = "<CLI option '-e'>"
+
+
+def is_int(value):
+    """A real integer (not a bool, not a string of digits)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def type_name(value):
+    """The YAML-ish name of a value's type, for messages."""
+    if isinstance(value, bool):
+        return "boolean"
+    if is_int(value):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, dict):
+        return "dict"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def origin_of(value):
+    """Where Ansible read a value (ansible-core >= 2.19 tags values with their origin), or None."""
+    try:
+        from ansible.module_utils._internal._datatag import AnsibleTagHelper  # pylint: disable=import-outside-toplevel
+    except ImportError:  # pragma: no cover - older ansible-core
+        return None
+    try:
+        for tag in AnsibleTagHelper.tags(value):
+            desc = getattr(tag, "description", None)
+            path = getattr(tag, "path", None)
+            if desc or path:
+                return desc or path
+    except Exception:  # pylint: disable=broad-except
+        return None
+    return None
+
+
+def from_cli(value):
+    """True when the value came from ``-e name=value`` (always a string there)."""
+    return origin_of(value) == CLI_ORIGIN
+
+
+class Inventory(object):
+    """Read-only view of ``hostvars`` and ``groups`` that never raises on a bad value."""
+
+    def __init__(self, hostvars, groups):
+        self._hostvars = hostvars if hostvars is not None else {}
+        self.groups = dict(groups or {})
+        self.errors = []
+        self._reported = set()
+
+    # -- hosts ---------------------------------------------------------------------------------------------
+    @property
+    def all_hosts(self):
+        return list(self.groups.get("all", []))
+
+    def hosts(self, *group_names):
+        """Members of the groups, in inventory order, each once."""
+        out = []
+        for name in group_names:
+            for host in self.groups.get(name, []) or []:
+                if host not in out:
+                    out.append(host)
+        return out
+
+    def role_hosts(self, role):
+        return self.hosts(*ROLE_HOSTS.get(role, ()))
+
+    @property
+    def first_host(self):
+        hosts = self.all_hosts
+        return hosts[0] if hosts else None
+
+    # -- variables -----------------------------------------------------------------------------------------
+    def _hv(self, host):
+        try:
+            return self._hostvars[host]
+        except Exception:  # pylint: disable=broad-except
+            return None
+
+    def keys(self, host):
+        """Names of the variables defined for a host (inventory, group and extra vars, facts)."""
+        hv = self._hv(host)
+        if hv is None:
+            return []
+        try:
+            return [str(k) for k in (hv.keys() if hasattr(hv, "keys") else hv)]
+        except Exception:  # pylint: disable=broad-except
+            return []
+
+    def has(self, host, key):
+        return key in self.keys(host)
+
+    def get(self, host, key, default=None):
+        """The host's value of a variable, ``default`` when not set; an unresolvable value is reported once."""
+        hv = self._hv(host)
+        if hv is None:
+            return default
+        try:
+            if hasattr(hv, "get"):
+                value = hv.get(key, MISSING)
+            else:
+                value = hv[key] if key in hv else MISSING
+        except Exception as e:  # pylint: disable=broad-except
+            self._report(host, key, "cannot be resolved: %s" % _short(e))
+            return default
+        if value is MISSING:
+            return default
+        if _JinjaUndefined and isinstance(value, _JinjaUndefined):
+            self._report(host, key, "cannot be resolved: %s" % _undefined_message(value))
+            return default
+        return value
+
+    def get_cluster(self, key, default=None):
+        """A cluster-wide value, read from the first host (group_vars/all)."""
+        host = self.first_host
+        return self.get(host, key, default) if host else default
+
+    def _report(self, host, key, msg):
+        if (host, key) in self._reported:
+            return
+        self._reported.add((host, key))
+        self.errors.append("%s: %s: %s" % (host, key, msg))
+
+
+def _short(exc):
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _undefined_message(value):
+    for attr in ("_undefined_message",):
+        try:
+            msg = getattr(value, attr)
+            if msg:
+                return str(msg).splitlines()[0]
+        except Exception:  # pylint: disable=broad-except
+            pass
+    name = getattr(value, "_undefined_name", None)
+    return "%r is undefined" % name if name else "a variable in its template is undefined"
+
+
+def bool_advice(name):
+    """How to give a boolean on the command line so that it arrives as one (the advice our messages print)."""
+    return "give -e '{\"%s\": true}' (JSON keeps the type; -e %s=true passes the string 'true')" % (name, name)

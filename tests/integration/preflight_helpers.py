@@ -1,0 +1,101 @@
+"""Shared by the preflight integration tests: a sound 4-host inventory, and runs of the real playbooks against it.
+
+The hosts point at containers that do not exist: had preflight let an inventory through, the next play would try to
+connect and the run would show ``unreachable``. So "rejected before anything changed" is proven by rc != 0, the
+specific message, a recap with changed=0 and no unreachable host, and no task of a later play in the output.
+"""
+
+import os
+import subprocess
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.join(ROOT, ".venv", "bin")
+REJECTED = "preflight rejected the inventory; nothing was changed"
+
+
+def base_inventory():
+    hosts = {
+        "head01": {"cluster_mgmt_ip": "10.1.0.10", "cluster_fabric_ip": "10.2.0.10"},
+        "gpu01": {"cluster_mgmt_ip": "10.1.0.21", "cluster_fabric_ip": "10.2.0.21"},
+        "gpu02": {"cluster_mgmt_ip": "10.1.0.22", "cluster_fabric_ip": "10.2.0.22"},
+        "stor01": {"cluster_mgmt_ip": "10.1.0.31", "cluster_fabric_ip": "10.2.0.31"},
+    }
+    return {
+        "all": {
+            "vars": {
+                "ansible_connection": "containers.podman.podman",
+                "ansible_python_interpreter": "/usr/bin/python3",
+                "cluster_name": "testcl",
+                "cluster_mgmt_network_cidr": "10.1.0.0/24",
+                "cluster_fabric_network_cidr": "10.2.0.0/24",
+                "cluster_fabric_type": "infiniband",
+            },
+            "children": {
+                "slurm_controller": {"hosts": {"head01": hosts["head01"]}},
+                "gpu_nodes": {
+                    "hosts": {"gpu01": hosts["gpu01"], "gpu02": hosts["gpu02"]},
+                    "vars": {"cluster_gpu_type": "h100", "cluster_gpu_count_per_node": 8},
+                },
+                "lustre_mds": {"hosts": {"stor01": hosts["stor01"]}},
+                "lustre_oss": {"hosts": {"stor01": None}},
+                "lustre_clients": {"children": {"gpu_nodes": None, "slurm_controller": None}},
+            },
+        }
+    }
+
+
+def children(inv):
+    return inv["all"]["children"]
+
+
+def host(inv, group, name):
+    """A host's own variables (created as a dict when the inventory lists the host with no variables)."""
+    hosts = children(inv)[group]["hosts"]
+    if hosts[name] is None:
+        hosts[name] = {}
+    return hosts[name]
+
+
+def group_vars(inv, group):
+    return children(inv)[group].setdefault("vars", {})
+
+
+def all_vars(inv):
+    return inv["all"]["vars"]
+
+
+def ansible_env():
+    env = dict(os.environ)
+    env.update({
+        "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+        "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".cache", "collections"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_FORCE_COLOR": "0",
+        "ANSIBLE_RETRY_FILES_ENABLED": "0",
+        "ANSIBLE_CACHE_PLUGIN": "memory",
+        "PATH": BIN + os.pathsep + env.get("PATH", ""),
+    })
+    return env
+
+
+def run_playbook(tmp_path, inventory, playbook="site.yml", extra_args=()):
+    """Run a playbook of this checkout against the inventory; returns (rc, stdout + stderr)."""
+    inv = tmp_path / "hosts.yml"
+    inv.write_text(yaml.safe_dump(inventory))
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", str(inv), os.path.join(ROOT, playbook)]
+                          + list(extra_args),
+                          cwd=ROOT, env=ansible_env(), capture_output=True, text=True, timeout=300, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def assert_rejected_before_any_change(rc, out, message):
+    """The run failed in preflight with this message, changed nothing and contacted no host."""
+    assert rc != 0, out
+    assert message in out, out
+    assert REJECTED in out, out
+    assert "unreachable=1" not in out and "UNREACHABLE" not in out, out
+    assert "changed=1" not in out, out
+    for later in ("Common OS", "Converged GPU nodes", "Rolling change - preflight and plan"):
+        assert later not in out, "a later play started: " + out
