@@ -18,6 +18,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import glob
+import os
+
+import yaml
+
 try:
     from jinja2 import Undefined as _JinjaUndefined
 except ImportError:  # pragma: no cover - jinja2 always comes with ansible-core
@@ -41,6 +46,34 @@ ROLE_HOSTS = {
 }
 
 CLI_ORIGIN = "<CLI option '-e'>"
+
+# The collection's root (plugins/plugin_utils/ is two levels below it): roles/ sits beside plugins/ in a checkout
+# and in an installed collection alike.
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_SPECS = {}
+
+
+def load_role_specs(root=None):
+    """``{role: options}`` of every role's ``meta/argument_specs.yml`` (entry point ``main``), read once."""
+    root = root or COLLECTION_ROOT
+    if root not in _SPECS:
+        specs = {}
+        for path in sorted(glob.glob(os.path.join(root, "roles", "*", "meta", "argument_specs.yml"))):
+            role = path.split(os.sep)[-3]
+            with open(path) as f:
+                data = yaml.safe_load(f) or {}
+            main = (data.get("argument_specs") or {}).get("main") or {}
+            specs[role] = main.get("options") or {}
+        _SPECS[root] = specs
+    return _SPECS[root]
+
+
+def spec_default(role, name, default=None):
+    """The default a role's argument spec gives a variable (what the role uses when the inventory is silent)."""
+    opt = load_role_specs().get(role, {}).get(name)
+    if not isinstance(opt, dict) or "default" not in opt:
+        return default
+    return opt["default"]
 
 
 def is_int(value):
@@ -163,6 +196,11 @@ class Inventory(object):
             self._report(host, key, "cannot be resolved: %s" % _undefined_message(value))
             return default
         return value
+
+    def effective(self, host, role, key):
+        """The value a role will use on a host: the inventory's, else the role's spec default."""
+        value = self.get(host, key, MISSING)
+        return spec_default(role, key) if value is MISSING else value
 
     def get_cluster(self, key, default=None):
         """A cluster-wide value, read from the first host (group_vars/all)."""
