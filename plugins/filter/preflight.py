@@ -14,6 +14,7 @@ __metaclass__ = type
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 try:
     import netaddr
@@ -29,6 +30,7 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils import (
     preflight_rolling,
     preflight_slurm,
     preflight_specs,
+    preflight_validate,
 )
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import Inventory
 
@@ -227,6 +229,10 @@ def _partition_errors(partitions, groups, gpu_hosts):
         if not nodes:
             errors.append("inventory: slurm_controller_partitions[%d].nodes: partition %r has no nodes" % (i, name))
             continue
+        if not isinstance(nodes, str):
+            errors.append("inventory: slurm_controller_partitions[%d].nodes: must be an inventory group name or a "
+                          "Slurm hostlist string (e.g. gpu[01-08]), got a %s" % (i, type(nodes).__name__))
+            continue
         if nodes in groups:
             members = set(groups[nodes])
         elif hostlist_expand is not None:
@@ -255,6 +261,7 @@ RULE_SETS = (
     ("Slurm", preflight_slurm.check),
     ("Lustre", preflight_lustre.check),
     ("rolling change", preflight_rolling.check),
+    ("validation", preflight_validate.check),
 )
 
 
@@ -265,12 +272,21 @@ def preflight_inventory_report(hostvars, groups, lustre_enabled=True, fabric_req
     ``strict`` makes warnings (a variable with one of our prefixes that no role defines) errors; ``rolling`` adds
     the rules of playbooks/rolling_reconfigure.yml's own variables.
     """
-    opts = {"lustre_enabled": lustre_enabled, "fabric_required": fabric_required, "strict": bool(strict),
-            "rolling": bool(rolling)}
+    # A switch given as -e name=true arrives as a string: read it as Ansible's bool filter does (the spec rules
+    # still report that it should be given as a real boolean).
+    opts = {"lustre_enabled": boolean(lustre_enabled, strict=False),
+            "fabric_required": boolean(fabric_required, strict=False),
+            "strict": boolean(strict, strict=False), "rolling": boolean(rolling, strict=False)}
     inv = Inventory(hostvars, groups)
     _READER[id(hostvars)] = inv
     try:
-        errors = list(preflight_inventory_errors(hostvars, groups, lustre_enabled, fabric_required, _rule_sets=False))
+        errors = list(preflight_inventory_errors(hostvars, groups, opts["lustre_enabled"], opts["fabric_required"],
+                                                 _rule_sets=False))
+    except AnsibleFilterError:
+        raise
+    except Exception as e:  # pylint: disable=broad-except
+        errors = ["inventory: preflight: the inventory rules stopped on a value of an unexpected shape (%s: %s); "
+                  "the errors below still stand" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")]
     finally:
         _READER.pop(id(hostvars), None)
     for title, check in RULE_SETS:

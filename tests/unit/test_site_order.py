@@ -104,3 +104,15 @@ def test_the_digest_reads_the_munge_key_that_compute_nodes_copy():
     with open(os.path.join(ROOT, "playbooks", "tasks", "converged_inputs.yml")) as f:
         tasks = yaml.safe_load(f)
     assert tasks[0]["ansible.builtin.stat"]["path"] == key
+
+
+def test_preflight_knows_the_hosts_of_every_role_play():
+    """Preflight validates each role's variables on the hosts that role's play runs on (ROLE_HOSTS)."""
+    from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import ROLE_HOSTS
+
+    plays = _stages()[1]
+    for play in plays:
+        for role in play.get("roles", []):
+            name = (role["role"] if isinstance(role, dict) else role).split(".")[-1]
+            groups = [g for g in play["hosts"].split(":") if g and not g.startswith("!")]
+            assert tuple(groups) == ROLE_HOSTS[name], (name, play["hosts"], ROLE_HOSTS[name])

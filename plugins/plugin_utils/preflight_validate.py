@@ -1,0 +1,137 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Preflight rules: the variables of playbooks/validate.yml (the last stage of site.yml).
+
+Validation runs after every role has changed the cluster and takes minutes of stress tests; a threshold key with a
+typo or a hardware profile that does not exist would only be found at its very end. These rules find them first.
+The thresholds are judged by the same table the judge uses (plugins/filter/validation.py), so the two cannot
+disagree.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+import yaml
+
+from ansible_collections.clusterforge.gpu.plugins.filter.validation import DEFAULT_THRESHOLDS
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
+    COLLECTION_ROOT,
+    MISSING,
+    is_int,
+    is_number,
+    type_name,
+)
+
+PROFILES_FILE = os.path.join(COLLECTION_ROOT, "playbooks", "vars", "validate_profiles.yml")
+FRACTIONS = ("nccl_min_fraction", "ib_write_bw_min_fraction")
+# Positive whole numbers, with the unit in the name.
+POSITIVE_INTS = (
+    "validate_checkpoint_interval_minutes", "validate_dcgm_timeout_seconds", "validate_ib_write_bw_iterations",
+    "validate_ib_write_bw_size_bytes", "validate_ib_write_bw_timeout_seconds", "validate_nccl_time_limit_minutes",
+    "validate_storage_test_mib", "validate_gpus_per_node", "validate_ib_ports_per_node",
+)
+ABSOLUTE_PATHS = ("validate_storage_path", "validate_report_dir")
+SIZE_RE = re.compile(r"^[0-9]+[KMGT]?$")
+HCA_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_PROFILES = {}
+
+
+def profiles():
+    if "p" not in _PROFILES:
+        with open(PROFILES_FILE) as f:
+            _PROFILES["p"] = (yaml.safe_load(f) or {}).get("validate_profiles") or {}
+    return _PROFILES["p"]
+
+
+def check(inv, opts):
+    errors = []
+    known = profiles()
+    for host in inv.hosts("gpu_nodes"):
+        profile = inv.get(host, "validate_profile", MISSING)
+        if profile is MISSING:
+            gtype = inv.get(host, "cluster_gpu_type", "h100")
+            profile = "%s_sxm_ndr" % gtype
+            if isinstance(gtype, str) and profile not in known:
+                errors.append("%s: validate_profile: not set, and the default for cluster_gpu_type %s (%s) is not a "
+                              "hardware profile of validate.yml; set validate_profile to one of %s"
+                              % (host, gtype, profile, ", ".join(sorted(known))))
+        elif not isinstance(profile, str) or profile not in known:
+            errors.append("%s: validate_profile: %r is not a hardware profile of validate.yml (known: %s)"
+                          % (host, profile, ", ".join(sorted(known))))
+    for host in inv.all_hosts:
+        thresholds = inv.get(host, "validate_thresholds", MISSING)
+        if thresholds is not MISSING:
+            errors.extend(_threshold_errors(host, thresholds))
+        for name in POSITIVE_INTS:
+            value = inv.get(host, name, MISSING)
+            if value is MISSING or value is None:
+                continue
+            if not is_int(value) or value <= 0:
+                errors.append("%s: %s: must be a positive whole number, got %r" % (host, name, value))
+        for name in ABSOLUTE_PATHS:
+            value = inv.get(host, name, MISSING)
+            if value is MISSING or value is None:
+                continue
+            if not isinstance(value, str) or not value.startswith("/") or any(c in value for c in "\n\"'`$;&|"):
+                errors.append("%s: %s: must be an absolute path without quotes or shell characters, got %r"
+                              % (host, name, value))
+        value = inv.get(host, "validate_nccl_max_bytes", MISSING)
+        if value is not MISSING and not (is_int(value) and value > 0) and not (
+                isinstance(value, str) and SIZE_RE.match(value) and not re.match(r"^0+[KMGT]?$", value)):
+            errors.append("%s: validate_nccl_max_bytes: must be a size nccl-tests reads (bytes, or a number with K, "
+                          "M, G or T, e.g. 8G), got %r" % (host, value))
+        value = inv.get(host, "validate_ib_write_bw_hcas", MISSING)
+        if value is not MISSING and (not isinstance(value, list) or not value
+                                     or not all(isinstance(h, str) and HCA_RE.match(h) for h in value)):
+            errors.append("%s: validate_ib_write_bw_hcas: must be a non-empty list of HCA names (e.g. [mlx5_0]), "
+                          "got %r" % (host, value))
+        value = inv.get(host, "validate_models", MISSING)
+        if value is not MISSING:
+            errors.extend(_model_errors(host, value))
+    return errors
+
+
+def _threshold_errors(host, thresholds):
+    if thresholds is None:
+        return []
+    if not isinstance(thresholds, dict):
+        return ["%s: validate_thresholds: must be a dict of threshold overrides, got a %s"
+                % (host, type_name(thresholds))]
+    errors = []
+    known = set(DEFAULT_THRESHOLDS) | set(k for p in profiles().values() if isinstance(p, dict) for k in p)
+    for key, value in thresholds.items():
+        if str(key) not in known:
+            errors.append("%s: validate_thresholds.%s: not a threshold validation knows (known: %s)"
+                          % (host, key, ", ".join(sorted(known))))
+            continue
+        if value is None:
+            continue
+        if not is_number(value) or value <= 0:
+            errors.append("%s: validate_thresholds.%s: must be a positive number, got %r" % (host, key, value))
+        elif str(key) in FRACTIONS and value > 1:
+            errors.append("%s: validate_thresholds.%s: is a fraction of the nominal figure (0 < x <= 1), got %r"
+                          % (host, key, value))
+    return errors
+
+
+def _model_errors(host, models):
+    if models is None:
+        return []
+    if not isinstance(models, list):
+        return ["%s: validate_models: must be a list of {name, parameters_billion}, got a %s" % (host, type_name(models))]
+    errors = []
+    for i, model in enumerate(models):
+        if not isinstance(model, dict):
+            errors.append("%s: validate_models[%d]: must be a dict with name and parameters_billion, got %r"
+                          % (host, i, model))
+            continue
+        params = model.get("parameters_billion")
+        if not is_number(params) or params <= 0:
+            errors.append("%s: validate_models[%d].parameters_billion: must be a positive number (billions of "
+                          "parameters), got %r" % (host, i, params))
+    return errors
