@@ -27,6 +27,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import e
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils import (
     preflight_gpu,
     preflight_lustre,
+    preflight_os,
     preflight_rolling,
     preflight_slurm,
     preflight_specs,
@@ -45,12 +46,8 @@ LUSTRE_GROUPS = ("lustre_mds", "lustre_oss", "lustre_clients")
 PARTITION_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
 CLUSTER_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 HOSTNAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
-# Switches for risky actions must be real booleans: a string "no" is truthy in Jinja.
-BOOLEAN_SWITCHES = (
-    "common_os_reboot_ok", "nvidia_driver_reboot_ok", "gpu_tuning_gpu_reset_ok", "pcie_acs_disable",
-    "pcie_acs_force", "lustre_server_format_ok", "rolling_reboot_ok", "common_os_sysctl_apply_runtime",
-    "common_os_chrony_clock_control",
-)
+# Every role's boolean (type bool in its meta/argument_specs.yml) must be a real boolean, a string "no" being truthy
+# in Jinja: plugins/plugin_utils/preflight_specs.py checks them all from the specs, on the hosts each role runs on.
 # Switches an operator also gives on the command line (-e name=false arrives as a string): a boolean, or a string
 # that Ansible's bool filter reads as one.
 CLI_SWITCHES = ("cluster_converged_skip",)
@@ -169,10 +166,6 @@ def preflight_inventory_errors(hostvars, groups, lustre_enabled=True, fabric_req
                 errors.append("%s: %s: %s is already used by %s (addresses must be unique)" % (host, var, addr, seen[key]))
             seen.setdefault(key, host)
 
-        for switch in BOOLEAN_SWITCHES:
-            value = _get(hostvars, host, switch)
-            if value is not None and not isinstance(value, bool):
-                errors.append("%s: %s: must be a boolean (true/false), got %r" % (host, switch, value))
         for switch in CLI_SWITCHES:
             value = _get(hostvars, host, switch)
             if value is not None and not isinstance(value, bool) and str(value).strip().lower() not in BOOL_STRINGS:
@@ -257,6 +250,7 @@ def _partition_errors(partitions, groups, gpu_hosts):
 # as an error, never raised, so the other rule sets still report theirs.
 RULE_SETS = (
     ("role variables (argument specs)", preflight_specs.check),
+    ("operating system", preflight_os.check),
     ("GPU, driver, DCGM and NCCL", preflight_gpu.check),
     ("Slurm", preflight_slurm.check),
     ("Lustre", preflight_lustre.check),

@@ -1,0 +1,46 @@
+"""Bad OS-base values are rejected by site.yml's preflight, before the Common OS play writes anything."""
+
+import copy
+
+import pytest
+
+from integration.preflight_helpers import (  # tests/ is on sys.path (tests/conftest.py)
+    all_vars, assert_rejected_before_any_change, base_inventory, group_vars, run_playbook,
+)
+
+
+def mutate_governor_typo(inv):
+    all_vars(inv)["common_os_cpu_governor"] = "performace"
+
+
+def mutate_kernel_params_in_one_string(inv):
+    group_vars(inv, "gpu_nodes")["common_os_kernel_cmdline_params"] = ["iommu=pt intel_iommu=on"]
+
+
+def mutate_nofile_above_nr_open(inv):
+    all_vars(inv)["common_os_nofile_limit"] = 4194304
+
+
+def mutate_memlock_word(inv):
+    all_vars(inv)["common_os_memlock_limit"] = "infinity"
+
+
+def mutate_exporter_on_slurmd_port(inv):
+    group_vars(inv, "gpu_nodes").update({"dcgm_exporter_enabled": True, "dcgm_exporter_listen_port": 6818})
+
+
+CASES = [
+    (mutate_governor_typo, "gpu01: common_os_cpu_governor: 'performace' is not a Linux cpufreq governor"),
+    (mutate_kernel_params_in_one_string, "'iommu=pt intel_iommu=on' is not one kernel parameter"),
+    (mutate_nofile_above_nr_open, "common_os_nofile_limit: 4194304 is above the kernel's fs.nr_open"),
+    (mutate_memlock_word, "common_os_memlock_limit: must be 'unlimited' (what RDMA needs)"),
+    (mutate_exporter_on_slurmd_port, "gpu02: dcgm_exporter_listen_port: 6818 is already slurmd"),
+]
+
+
+@pytest.mark.parametrize("mutate,message", CASES, ids=[c[0].__name__[len("mutate_"):] for c in CASES])
+def test_bad_os_values_are_rejected_before_any_change(tmp_path, mutate, message):
+    inv = copy.deepcopy(base_inventory())
+    mutate(inv)
+    rc, out = run_playbook(tmp_path, inv)
+    assert_rejected_before_any_change(rc, out, message)
