@@ -4,6 +4,7 @@
 """Decision logic of the slurm_compute health check, run as a program with fake nvidia-smi, dcgmi and scontrol
 on PATH (the fakes print recorded-format output and log every call)."""
 
+import ast
 import json
 import os
 import stat
@@ -56,7 +57,8 @@ class Node(object):
         self.script.write_text(text)
         self.mounts = tmp_path / "mounts"
         self.mounts.write_text("proc /proc proc rw 0 0\n")
-        self.config = {"node_name": "gpu01", "gpu_count": 8, "mounts_file": str(self.mounts), "dcgm": "auto"}
+        self.config = {"node_name": "gpu01", "gpu_count": 8, "mounts_file": str(self.mounts), "dcgm": "auto",
+                       "syslog": False}
         self.gpus(8)
         self.node("IDLE")
 
@@ -262,3 +264,69 @@ def test_multiple_faults_are_joined_and_bounded(node):
     reason = update.split("Reason=", 1)[1]
     assert reason.startswith("cf-health: GPU count 4 < 8; GPU 0 uncorrectable ECC errors 9;")
     assert len(reason) <= 200 and reason.endswith("...")
+
+
+# --- a prefix the check cannot own: it never resumes and never drains, whatever its configuration says -------------
+@pytest.mark.parametrize("prefix", ["", "   ", "cf-", "cf-roll:", "cf-roll:x", "c", "NHC", "Kill"])
+@pytest.mark.parametrize("reason", ["cf-roll:123", "cf-roll:20250101T000000Z FAILED dcgm-diag: level 1",
+                                    "bad DIMM, ticket 4711", "NHC: check_hw_ib failed", "Kill task failed"])
+def test_foreign_or_empty_prefix_never_resumes(node, prefix, reason):
+    node.config["reason_prefix"] = prefix
+    node.node("IDLE+DRAIN", reason)
+    proc = node.run()
+    assert node.updates() == []
+    assert proc.returncode == 2
+    assert "refusing to drain or resume" in proc.stderr
+
+
+@pytest.mark.parametrize("prefix", ["", "cf-"])
+def test_foreign_or_empty_prefix_never_drains(node, prefix):
+    node.config["reason_prefix"] = prefix
+    node.gpus(7)
+    proc = node.run()
+    assert node.updates() == []
+    assert proc.returncode == 2
+    assert "faults (not acted on): GPU count 7 < 8" in proc.stderr
+
+
+def test_refused_prefix_from_the_epilog_exits_0(node):
+    # a failing epilog would drain the node with a generic reason that nobody owns
+    node.config["reason_prefix"] = "cf-"
+    node.node("IDLE+DRAIN", "cf-roll:123")
+    proc = node.run("--epilog")
+    assert proc.returncode == 0
+    assert node.updates() == []
+    assert "refusing" in proc.stderr
+
+
+def test_missing_prefix_in_configuration_is_refused(node):
+    node.config["reason_prefix"] = None
+    node.node("IDLE+DRAIN", "anything")
+    assert node.run().returncode == 2
+    assert node.updates() == []
+
+
+def test_own_prefix_still_resumes_only_its_own(node):
+    node.config["reason_prefix"] = "site-hc:"
+    node.node("IDLE+DRAIN", "cf-roll:123")
+    assert node.run().returncode == 0
+    assert node.updates() == []
+    node.node("IDLE+DRAIN", "site-hc: GPU count 7 < 8")
+    assert node.run().returncode == 0
+    assert node.updates() == ["update NodeName=gpu01 State=RESUME"]
+
+
+def _script_tuple(name):
+    with open(TEMPLATE) as handle:
+        text = handle.read()
+    tree = ast.parse(text.replace("{{ ansible_managed | comment }}", ""))
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and getattr(stmt.targets[0], "id", None) == name:
+            return ast.literal_eval(stmt.value)
+    raise AssertionError(name + " not found in the health check")
+
+
+def test_owner_lists_match_preflight():
+    from ansible_collections.clusterforge.gpu.plugins.plugin_utils import preflight_slurm
+    assert _script_tuple("OTHER_OWNERS") == tuple(p for p, who in preflight_slurm.OTHER_REASON_OWNERS)
+    assert _script_tuple("SLURM_REASONS") == preflight_slurm.SLURM_REASONS
