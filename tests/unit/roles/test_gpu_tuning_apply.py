@@ -1,10 +1,15 @@
-"""The gpu_tuning role's boot-time program re-applies the nvidia_smi module's state file."""
+"""The gpu_tuning role's boot-time program re-applies the nvidia_smi module's state file; its MIG layout is applied
+only with gpu_tuning_mig_apply_ok on a node that runs no job."""
 
 import importlib.machinery
 import importlib.util
 import json
 import os
 import stat
+import subprocess
+
+import pytest
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PROGRAM = os.path.join(ROOT, "roles", "gpu_tuning", "files", "clusterforge-gpu-tuning-apply")
@@ -78,3 +83,175 @@ def test_bad_state_file(tmp_path):
     state = tmp_path / "state.json"
     state.write_text("[]")
     assert APPLY.main(["--state-file", str(state)]) == 2
+
+
+# --------------------------------------------------------------------------------------------- MIG apply gate
+# roles/gpu_tuning/tasks/mig.yml run for real (ansible-playbook, local connection) with a fake nvidia-mig-parted and
+# a fake scontrol: applying a layout resets the GPUs, so it needs gpu_tuning_mig_apply_ok and a node without jobs.
+
+BIN = os.path.join(ROOT, ".venv", "bin")
+MIG_PARTED = """#!/bin/sh
+echo "$*" >> "$FAKE_DIR/mig.calls"
+case "$1" in
+  assert) if [ -f "$FAKE_DIR/mig.applied" ]; then exit 0; fi
+          echo "Assertion failure: selected configuration not currently applied" >&2; exit 1;;
+  apply) : > "$FAKE_DIR/mig.applied"; echo "MIG configuration applied successfully"; exit 0;;
+esac
+exit 2
+"""
+SCONTROL = """#!/bin/sh
+echo "$*" >> "$FAKE_DIR/scontrol.calls"
+[ -f "$FAKE_DIR/scontrol.out" ] && cat "$FAKE_DIR/scontrol.out"
+exit $(cat "$FAKE_DIR/scontrol.rc" 2>/dev/null || echo 0)
+"""
+NODE = ("NodeName=gpu01 Arch=x86_64 CoresPerSocket=2 CPUAlloc={alloc} CPUTot=2 Gres=gpu:h100:8 NodeAddr=gpu01\n"
+        "   State={state} ThreadsPerCore=1\n   Partitions=gpu\n   Reason={reason}\n")
+PLAY = """---
+- name: MIG gate
+  hosts: gpu01
+  gather_facts: false
+  tasks:
+    - name: Run the role's MIG tasks
+      ansible.builtin.include_role:
+        name: clusterforge.gpu.gpu_tuning
+        tasks_from: mig.yml
+"""
+
+
+def _exe(path, text):
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+def _mig_run(tmp_path, apply_ok, scontrol=None, scontrol_rc=0, check=False, applied=False):
+    """Run the MIG tasks; scontrol: the output of `scontrol show node` (None: scontrol is not installed)."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    _exe(fake / "nvidia-mig-parted", MIG_PARTED)
+    if applied:
+        (fake / "mig.applied").write_text("")
+    if scontrol is not None:
+        _exe(bindir / "scontrol", SCONTROL)
+        (fake / "scontrol.out").write_text(scontrol)
+        (fake / "scontrol.rc").write_text(str(scontrol_rc))
+    inv = {"all": {"hosts": {"gpu01": {
+        "ansible_connection": "local", "ansible_python_interpreter": os.path.join(BIN, "python"),
+        "gpu_tuning_mig_config": "all-1g.10gb", "gpu_tuning_mig_apply_ok": apply_ok}}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inv))
+    (tmp_path / "play.yml").write_text(PLAY)
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), ANSIBLE_CACHE_PLUGIN="memory",
+               ANSIBLE_CALLBACK_RESULT_FORMAT="json", FAKE_DIR=str(fake),
+               PATH=os.pathsep.join([str(bindir), BIN, "/usr/bin", "/bin"]))
+    argv = [os.path.join(BIN, "ansible-playbook"), "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml"),
+            "-e", json.dumps({"__gpu_tuning_mig_parted": str(fake / "nvidia-mig-parted")})]
+    argv += ["--check"] if check else []
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    calls = (fake / "mig.calls").read_text().splitlines() if (fake / "mig.calls").exists() else []
+    return proc.returncode, proc.stdout + proc.stderr, [c.split()[0] for c in calls]
+
+
+SYSTEM_DIRS = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/sbin", "/usr/local/bin")
+# The "no scontrol" case needs a machine without one (the role also looks in the sbin directories).
+needs_no_system_scontrol = pytest.mark.skipif(any(os.path.exists(os.path.join(d, "scontrol")) for d in SYSTEM_DIRS),
+                                              reason="this machine has a real scontrol")
+
+
+@needs_no_system_scontrol
+def test_mig_applied_layout_needs_nothing(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=False, applied=True)
+    assert rc == 0, out
+    assert calls == ["assert"], out
+    assert "changed=0" in out, out
+
+
+@needs_no_system_scontrol
+def test_mig_differing_layout_without_the_switch_fails_naming_it_and_the_state(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=False, scontrol=NODE.format(alloc=0, state="IDLE", reason="none"))
+    assert rc != 0, out
+    assert "gpu_tuning_mig_apply_ok is false, so nothing was applied" in out, out
+    assert "Slurm state of the node: IDLE" in out, out
+    assert "apply" not in calls, out
+
+
+@needs_no_system_scontrol
+def test_mig_busy_node_fails_even_with_the_switch(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=NODE.format(alloc=2, state="MIXED", reason="none"))
+    assert rc != 0, out
+    assert "Slurm's state of the node is MIXED" in out, out
+    assert "would kill the jobs there" in out, out
+    assert "apply" not in calls, out
+
+
+@needs_no_system_scontrol
+def test_mig_draining_node_still_runs_jobs(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True,
+                              scontrol=NODE.format(alloc=2, state="MIXED+DRAIN",
+                                                   reason="cf-roll:r1 [root@2025-01-01T00:00:00]"))
+    assert rc != 0, out
+    assert "Slurm's state of the node is MIXED+DRAIN" in out, out
+    assert "apply" not in calls, out
+
+
+@needs_no_system_scontrol
+@pytest.mark.parametrize("state", ["IDLE+DRAIN", "IDLE"])
+def test_mig_drained_or_idle_node_is_applied_with_the_switch(tmp_path, state):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=NODE.format(alloc=0, state=state, reason="none"))
+    assert rc == 0, out
+    assert calls == ["assert", "apply"], out
+    assert "changed=1" in out, out
+
+
+@needs_no_system_scontrol
+def test_mig_node_slurm_does_not_know_counts_as_idle(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol="Node gpu01 not found\n", scontrol_rc=1)
+    assert rc == 0, out
+    assert calls == ["assert", "apply"], out
+
+
+@needs_no_system_scontrol
+def test_mig_first_install_without_scontrol_counts_as_idle(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=None)
+    assert rc == 0, out
+    assert calls == ["assert", "apply"], out
+
+
+@needs_no_system_scontrol
+def test_mig_unreadable_slurm_state_is_not_taken_for_idle(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True,
+                              scontrol="slurm_load_node error: Unable to contact slurm controller (connect failure)\n",
+                              scontrol_rc=1)
+    assert rc != 0, out
+    assert "Slurm's state of the node is unreadable" in out, out
+    assert "apply" not in calls, out
+
+
+@needs_no_system_scontrol
+def test_mig_check_mode_reports_the_change_and_applies_nothing(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, check=True,
+                              scontrol=NODE.format(alloc=2, state="ALLOCATED", reason="none"))
+    assert rc == 0, out
+    assert "Would apply the MIG layout 'all-1g.10gb'" in out, out
+    assert "the real run needs the node drained or idle" in out, out
+    assert "changed=1" in out, out
+    assert calls == ["assert"], out
+
+
+@needs_no_system_scontrol
+def test_mig_check_mode_without_the_switch_fails_before_any_drain(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=False, check=True,
+                              scontrol=NODE.format(alloc=0, state="IDLE", reason="none"))
+    assert rc != 0, out
+    assert "gpu_tuning_mig_apply_ok is false" in out, out
+    assert calls == ["assert"], out
+
+
+def test_mig_apply_switch_is_declared_off_by_default():
+    with open(os.path.join(ROOT, "roles", "gpu_tuning", "defaults", "main.yml")) as f:
+        defaults = yaml.safe_load(f)
+    with open(os.path.join(ROOT, "roles", "gpu_tuning", "meta", "argument_specs.yml")) as f:
+        spec = yaml.safe_load(f)["argument_specs"]["main"]["options"]["gpu_tuning_mig_apply_ok"]
+    assert defaults["gpu_tuning_mig_apply_ok"] is False
+    assert spec["type"] == "bool" and spec["default"] is False
