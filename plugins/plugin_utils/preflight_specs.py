@@ -99,6 +99,9 @@ def _advice(name, value, want):
         example = [item.strip() for item in str(text).split(",") if item.strip()]
     elif want == "dict":
         example = {"key": "value"}
+    if isinstance(example, str) and want not in ("str", "path", "raw"):
+        # The value itself is wrong, not only its type (e.g. "lots" for an integer): JSON would not help.
+        return None
     return "give -e '%s' (JSON keeps the type; -e %s=%s passes the string %r)" % (
         json.dumps({name: example}), name, value, value)
 
@@ -188,7 +191,8 @@ class _Walker(object):
         problem = self._type_problem(name, value, want, opt)
         if problem:
             if cli:
-                problem += " from -e, on every host; " + _advice(name, value, want)
+                advice = _advice(name, value, want)
+                problem += " from -e, on every host" + ("; " + advice if advice else "")
             self.add(name, problem)
             return False
         self._choices(name, value, want, opt)

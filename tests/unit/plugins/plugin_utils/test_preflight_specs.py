@@ -104,6 +104,12 @@ def test_int_from_cli_gives_the_json_advice():
     assert "give -e '{\"nccl_ib_timeout\": 22}' (JSON keeps the type" in errs[0]
 
 
+def test_a_wrong_value_from_cli_gets_no_advice_that_would_not_work():
+    errs = errors(all={"nccl_ib_timeout": cli("lots")})
+    assert len(errs) == 1 and "from -e, on every host" in errs[0], errs
+    assert "give -e" not in errs[0], errs
+
+
 def test_int_as_bool_or_float_is_rejected():
     errs = errors(gpu01={"nccl_ib_timeout": True, "gpu_tuning_node_overhead_watts": 4600.0})
     assert "gpu01: nccl_ib_timeout: must be an integer, got a boolean True" in errs
