@@ -35,11 +35,8 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils import (
 )
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import Inventory
 
-# GPUs a node of each type can hold (HGX/DGX boards carry 8; GB200 trays 4); used for plausibility.
-GPU_TYPES = {
-    "h100": 8, "h200": 8, "h800": 8, "a100": 8, "a800": 8, "b200": 8, "b100": 8, "gb200": 4,
-    "l40s": 8, "l40": 8, "l4": 8, "a10": 8, "v100": 8,
-}
+# GPUs a node of each type can hold, from the GPU profile table (plugins/plugin_utils/preflight_gpu.py).
+GPU_TYPES = dict((name, p["gpus_per_node_max"]) for name, p in preflight_gpu.GPU_PROFILES.items())
 FABRIC_TYPES = ("infiniband", "roce", "ethernet", "none")
 REQUIRED_GROUPS = ("slurm_controller", "gpu_nodes")
 LUSTRE_GROUPS = ("lustre_mds", "lustre_oss", "lustre_clients")
@@ -290,13 +287,13 @@ def preflight_inventory_report(hostvars, groups, lustre_enabled=True, fabric_req
             errors.append("inventory: preflight: the %s rules stopped on a value of an unexpected shape (%s: %s); "
                           "the errors above still stand" % (title, type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
     warnings = []
-    try:
-        warnings = list(preflight_specs.typos(inv, opts))
-    except Exception as e:  # pylint: disable=broad-except
-        warnings.append("inventory: preflight: the typo check stopped (%s)" % type(e).__name__)
-    if opts["strict"]:
-        errors.extend(warnings)
-        warnings = []
+    for title, advise in (("typo", preflight_specs.typos), ("GPU and fabric advice", preflight_gpu.warnings)):
+        try:
+            found = list(advise(inv, opts))
+        except Exception as e:  # pylint: disable=broad-except
+            found = ["inventory: preflight: the %s check stopped (%s)" % (title, type(e).__name__)]
+        # strict is about names no role reads (typos); advice about settings stays advice.
+        (errors if opts["strict"] and advise is preflight_specs.typos else warnings).extend(found)
     # Resolution errors first (a value that cannot be read explains later ones), each once.
     seen = set()
     ordered = []
