@@ -23,7 +23,6 @@ import re
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
     MISSING,
     is_int,
-    is_number,
     type_name,
 )
 
@@ -325,12 +324,12 @@ def warnings(inv, opts):
         if profile and profile["open_kernel_module"] == "recommended" and module_type == "proprietary":
             found.append("%s: nvidia_driver_kernel_module_type: NVIDIA recommends the open kernel modules for %s "
                          "(%s); proprietary still works" % (host, profile["name"],
-                                                             ARCH_NAMES[profile["architecture"]]))
+                                                            ARCH_NAMES[profile["architecture"]]))
     for rack, budgets in sorted(_rack_budgets(inv, inv.hosts("gpu_nodes")).items()):
         if len(set(budgets.values())) > 1:
             found.append("inventory: gpu_tuning_rack_power_budget_watts: the nodes of rack %r give different budgets "
                          "(%s); the smallest is used" % (rack, "; ".join("%s %d W" % (h, b) for h, b in
-                                                                       sorted(budgets.items()))))
+                                                                         sorted(budgets.items()))))
     return found
 
 

@@ -29,10 +29,7 @@ import ipaddress
 import posixpath
 import re
 
-try:
-    from collections.abc import Mapping
-except ImportError:  # pragma: no cover - Python 2
-    from collections import Mapping
+from ansible.module_utils.six.moves.collections_abc import Mapping
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.lustre import (
     STRIPE_SIZE_ALIGN,
@@ -485,7 +482,7 @@ class _Check(object):
         if self._owners is None:
             self._owners = {}
             for host in reversed(self.inv.all_hosts):  # the first host wins, as in inventory order
-                for key in [str(host).lower(), str(host).split(".")[0].lower()] + sorted(self.host_ips(host)):
+                for key in [str(host).lower(), str(host).split(".", maxsplit=1)[0].lower()] + sorted(self.host_ips(host)):
                     self._owners[key] = host
         return self._owners.get(addr)
 
@@ -618,7 +615,7 @@ class _Check(object):
             elif ttype not in TARGET_TYPES:
                 self.err(host, where + ".type", "%s is not a target type the role supports (mgs, mgs_mdt for a "
                          "combined MGS and MDT0, mdt, ost)" % (_show(ttype) if not isinstance(ttype, (dict, list))
-                                                              else _shape(ttype)))
+                                                               else _shape(ttype)))
             else:
                 rec["type"] = ttype
             self._check_device(host, where, t, rec, devices)
@@ -715,7 +712,7 @@ class _Check(object):
             problems, nodes = parse_mgs_nids(value, "%s.%s" % (where, key))
             for p in problems:
                 self.errors.append("%s: %s" % (host, p.replace("MGS node", "server").replace("of the MGS",
-                                                                                           "of the servers")))
+                                                                                             "of the servers")))
             if nodes:
                 rec["service"].extend(n for node in nodes for n in node)
                 self._check_service_owners(host, "%s.%s" % (where, key), key, nodes)
@@ -1033,7 +1030,7 @@ class _Check(object):
                     v = _int_value(value)
                     if v is None or not 1 <= v <= MAX_BRW_SIZE_MB:
                         self.err(host, name, "%s: %s is not a bulk RPC size in MiB from 1 to %d" % (key, _show(value),
-                                                                                                  MAX_BRW_SIZE_MB))
+                                                                                                    MAX_BRW_SIZE_MB))
             if params and mgs_hosts and host not in mgs_hosts and params != mgs_params:
                 self.err(host, name, "is applied only on the host that serves the MGS (%s), whose "
                          "lustre_server_params differ: these would be ignored; set them for %s"
@@ -1175,7 +1172,7 @@ class _Check(object):
                 else:
                     self.err(host, where + ".mgs_nids", "%s differ from the MGS NIDs of %s's servers %s: the client "
                              "would ask the wrong MGS (or miss the failover MGS)" % (_show_nodes(nodes), fs,
-                                                                                    _show_nodes(expected)))
+                                                                                     _show_nodes(expected)))
             elif not expected and our_mgs:
                 if owners and not owners & our_mgs:
                     self.err(host, where + ".mgs_nids", "the primary MGS NID %s is an address of %s, which serves no "

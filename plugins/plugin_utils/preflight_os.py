@@ -60,7 +60,7 @@ def _host_errors(inv, host):
                               "no spaces, quotes, '$', '`', '\\' or ';': it is written into GRUB's quoted command "
                               "line)" % (host, p))
                 continue
-            key, _, value = p.partition("=")
+            key, value = p.partition("=")[::2]
             if key in keys and keys[key] != value:
                 errors.append("%s: common_os_kernel_cmdline_params: %s is given twice with different values (%s and "
                               "%s): the kernel takes the last one, which is rarely what was meant"

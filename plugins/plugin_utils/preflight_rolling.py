@@ -428,7 +428,7 @@ def _across(values):
         errors.append(("rolling_health_dcgm_timeout_seconds",
                        "%d s is too short for the DCGM diagnostic level %d of the health gate (it takes %s, so every "
                        "node would fail the gate); give at least %d s" % (timeout, level, DCGM_LEVELS[level],
-                                                                           DCGM_MIN_TIMEOUT[level]), involved))
+                                                                          DCGM_MIN_TIMEOUT[level]), involved))
     return errors
 
 

@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import posixpath
 import re
 
@@ -521,7 +522,7 @@ def _dir_layout(ctx, host, prolog_name, epilog_name, program_name, read):
 
 def _rule_compute_paths(ctx):
     for host in ctx.gpu_nodes:
-        read = (lambda name, h=host: ctx.node_value(h, name))
+        read = functools.partial(ctx.node_value, host)
         for name, what, directory in (
                 ("slurm_compute_healthcheck_path", "the epilog's shell line and slurm.conf's HealthCheckProgram",
                  False),

@@ -70,7 +70,7 @@ def test_sound_values_pass():
     assert errors() == []
     assert errors(gpu_tuning_power_limit_watts=500, gpu_tuning_locked_gpu_clocks={"min": 1980, "max": 1980},
                   gpu_tuning_locked_memory_clocks="reset", gpu_tuning_application_clocks={"memory": 2619,
-                                                                                         "graphics": 1980},
+                                                                                          "graphics": 1980},
                   gpu_tuning_gpus=["0", "GPU-9e698665-a4d3-ab5e-4786-e4ff011a36a8", "00000000:18:00.0"],
                   nvidia_driver_branch="570", nvidia_driver_version="570.133.20",
                   nvidia_driver_kernel_module_type="open", validate_dcgm_level=2, rolling_health_dcgm_level=1,
@@ -294,7 +294,7 @@ def test_rack_without_a_budget():
     ("gpu_tuning_rack_power_budget_watts", "lots", "must be a positive whole number of watts, got 'lots'"),
     ("gpu_tuning_rack_power_budget_watts", -1, "must be a positive whole number of watts, got -1"),
     ("gpu_tuning_node_overhead_watts", -100, "gpu_tuning_node_overhead_watts: must be a whole number of watts, 0 or "
-                                            "more, got -100"),
+     "more, got -100"),
     ("gpu_tuning_rack", ["r01"], "gpu_tuning_rack: must be the rack's name (a string), got list"),
 ])
 def test_rack_shapes(name, value, message):

@@ -557,7 +557,7 @@ def test_client_lnet_network_the_servers_do_not_have():
     ([{"fsname": "lfs", "mgs_nids": MGS, "path": "/mnt/my lfs"}],
      "lustre_client_mounts[0].path: '/mnt/my lfs' is not a usable mount point"),
     ([{"fsname": "lfs", "mgs_nids": MGS, "path": "/mnt/lfs"}, {"fsname": "home", "mgs_nids": ["10.9.0.5@o2ib"],
-                                                                "path": "/mnt/lfs/"}],
+                                                               "path": "/mnt/lfs/"}],
      "lustre_client_mounts[1].path: /mnt/lfs/ is also the mount point of lustre_client_mounts[0]"),
     ([{"fsname": "lfs", "mgs_nids": MGS, "path": "/mnt/lfs"}, {"fsname": "lfs", "mgs_nids": MGS, "path": "/lfs"}],
      "lustre_client_mounts[1].fsname: lfs is already mounted by lustre_client_mounts[0]"),
@@ -594,7 +594,7 @@ def test_client_mount_options_variable():
     ([{"net": "o2ib0", "interfaces": ["enp1s0f0np0verylong"]}], "lustre_client_lnet_networks[0].interfaces[0]: "
                                                                 "'enp1s0f0np0verylong' is not a Linux interface name"),
     ([{"net": "o2ib0", "interfaces": ["ib0; reboot"]}], "lustre_client_lnet_networks[0].interfaces[0]: 'ib0; reboot' "
-                                                       "is not a Linux interface name"),
+     "is not a Linux interface name"),
     ([{"net": "o2ib0", "interfaces": ["ib0"]}, {"net": "o2ib", "interfaces": ["ib1"]}],
      "lustre_client_lnet_networks[1].net: o2ib is the same LNet network as lustre_client_lnet_networks[0] (o2ib0)"),
     ([{"net": "o2ib0", "interfaces": ["ib0"]}, {"net": "o2ib1", "interfaces": ["ib0"]}],
@@ -689,7 +689,7 @@ def test_components_with_plain_options():
 
 PFL_CASES = [
     ([{"end": "64M"}, {"end": "32M"}, {"end": -1}], "components[1] end 32M is not after the previous component's "
-                                                   "end 64M"),
+     "end 64M"),
     ([{"end": "64M"}, {"end": "64M"}, {"end": -1}], "components[1] end 64M is not after"),
     ([{"end": "64M"}, {"end": "4G"}], "the last component (components[1]) must end at EOF"),
     ([{"end": "64M"}, {"end": "eof"}, {"end": -1}], "components[1] ends at EOF (eof) but is not the last"),

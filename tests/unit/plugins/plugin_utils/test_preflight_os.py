@@ -80,7 +80,7 @@ def test_sysctl():
 
 def test_exporter_port_collides_with_slurmd():
     assert "dcgm_exporter_listen_port: 6818 is already slurmd" in one(dcgm_exporter_enabled=True,
-                                                                       dcgm_exporter_listen_port=6818)
+                                                                      dcgm_exporter_listen_port=6818)
     assert "9999 is already slurmd" in one(ctl={"slurm_controller_slurmd_port": 9999}, dcgm_exporter_enabled=True,
                                            dcgm_exporter_listen_port=9999)
     assert errors(dcgm_exporter_enabled=False, dcgm_exporter_listen_port=6818) == []

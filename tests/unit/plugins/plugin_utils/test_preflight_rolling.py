@@ -139,7 +139,7 @@ def test_roles_entry_not_a_name():
 
 def test_roles_twice():
     assert "names the role gpu_tuning twice" in one("rolling_roles", rolling_roles=["gpu_tuning",
-                                                                                      "clusterforge.gpu.gpu_tuning"])
+                                                                                    "clusterforge.gpu.gpu_tuning"])
 
 
 # -- rolling_serial ----------------------------------------------------------------------------------------------

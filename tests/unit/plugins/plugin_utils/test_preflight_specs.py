@@ -222,7 +222,7 @@ def test_ports_and_units_ranges():
 def test_only_hosts_the_role_runs_on():
     # gpu_tuning runs on gpu_nodes only: the same value on the controller is not its concern.
     errs = errors(all={"gpu_tuning_power_limit_watts": "700"})
-    assert sorted(e.split(":")[0] for e in errs) == ["gpu01", "gpu02"]
+    assert sorted(e.split(":", maxsplit=1)[0] for e in errs) == ["gpu01", "gpu02"]
 
 
 def test_each_host_variable_rule_once():
@@ -283,8 +283,7 @@ def _walk(options, where):
     for name, opt in (options or {}).items():
         yield "%s.%s" % (where, name), opt
         if isinstance(opt, dict) and opt.get("options"):
-            for item in _walk(opt["options"], "%s.%s" % (where, name)):
-                yield item
+            yield from _walk(opt["options"], "%s.%s" % (where, name))
 
 
 def test_every_spec_option_has_a_known_type():
