@@ -174,7 +174,11 @@ def preflight_inventory_errors(hostvars, groups, lustre_enabled=True, fabric_req
         count = _get(hostvars, host, "cluster_gpu_count_per_node")
         if gtype is None:
             errors.append("%s: cluster_gpu_type: is required for gpu_nodes (one of %s)" % (host, ", ".join(sorted(GPU_TYPES))))
-        elif str(gtype).lower() not in GPU_TYPES:
+        elif str(gtype) not in GPU_TYPES and str(gtype).lower() in GPU_TYPES:
+            # The roles and validate.yml use the name as given (profile names, GRES types): one spelling only.
+            errors.append("%s: cluster_gpu_type: write %r in lower case (%r): the roles and validation look the type "
+                          "up as given" % (host, gtype, str(gtype).lower()))
+        elif str(gtype) not in GPU_TYPES:
             errors.append("%s: cluster_gpu_type: unknown GPU type %r (known: %s)" % (host, gtype, ", ".join(sorted(GPU_TYPES))))
         if count is None:
             errors.append("%s: cluster_gpu_count_per_node: is required for gpu_nodes" % host)

@@ -63,6 +63,10 @@ def mutate_unknown_gpu(inv):
     _children(inv)["gpu_nodes"]["vars"]["cluster_gpu_type"] = "h1000"
 
 
+def mutate_upper_case_gpu_type(inv):
+    _children(inv)["gpu_nodes"]["vars"]["cluster_gpu_type"] = "H100"
+
+
 def mutate_implausible_count(inv):
     _children(inv)["gpu_nodes"]["vars"]["cluster_gpu_count_per_node"] = 12
 
@@ -107,6 +111,7 @@ CASES = [
     (mutate_networks_overlap, "overlaps cluster_mgmt_network_cidr 10.1.0.0/24"),
     (mutate_bad_cidr, "cluster_mgmt_network_cidr: must be a network in CIDR form"),
     (mutate_unknown_gpu, "gpu01: cluster_gpu_type: unknown GPU type 'h1000'"),
+    (mutate_upper_case_gpu_type, "gpu01: cluster_gpu_type: write 'H100' in lower case ('h100')"),
     (mutate_implausible_count, "gpu01: cluster_gpu_count_per_node: 12 is not plausible for h100 (1 to 8 per node)"),
     (mutate_bad_partition, "slurm_controller_partitions[0].name: 'gpu batch' is not a valid Slurm partition name"),
     (mutate_partition_unknown_nodes, "partition 'gpu' names hosts that are not in gpu_nodes: gpu03, gpu04"),
