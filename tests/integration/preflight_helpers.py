@@ -1,10 +1,11 @@
 """Shared by the preflight integration tests: a sound 4-host inventory, and runs of the real playbooks against it.
 
-The hosts point at containers that do not exist: had preflight let an inventory through, the next play would try to
+The hosts point at containers that do not exist (not even while the lab runs): had preflight let an inventory through, the next play would try to
 connect and the run would show ``unreachable``. So "rejected before anything changed" is proven by rc != 0, the
 specific message, a recap with changed=0 and no unreachable host, and no task of a later play in the output.
 """
 
+import copy
 import os
 import subprocess
 
@@ -26,6 +27,9 @@ def base_inventory():
         "all": {
             "vars": {
                 "ansible_connection": "containers.podman.podman",
+                # Container names that never exist, even while the lab (whose containers carry these host names)
+                # runs: a play that got past preflight can only fail to connect, never change a lab node.
+                "ansible_host": "cf-preflight-test-absent-{{ inventory_hostname }}",
                 "ansible_python_interpreter": "/usr/bin/python3",
                 "cluster_name": "testcl",
                 "cluster_mgmt_network_cidr": "10.1.0.0/24",
@@ -99,3 +103,25 @@ def assert_rejected_before_any_change(rc, out, message):
     assert "changed=1" not in out, out
     for later in ("Common OS", "Converged GPU nodes", "Rolling change - preflight and plan"):
         assert later not in out, "a later play started: " + out
+
+
+def case_ids(cases):
+    """pytest ids for a list of (mutate_<name>, message) cases: the <name>."""
+    return [c[0].__name__[len("mutate_"):] for c in cases]
+
+
+def reject_case(tmp_path, mutate, message, prepare=None, playbook="site.yml"):
+    """One case: the base inventory (prepared, then broken by ``mutate``) is rejected before any change."""
+    inv = copy.deepcopy(base_inventory())
+    if prepare is not None:
+        inv = prepare(inv) or inv
+    mutate(inv)
+    rc, out = run_playbook(tmp_path, inv, playbook)
+    assert_rejected_before_any_change(rc, out, message)
+
+
+def assert_distinct_messages(messages, at_least):
+    """Each case asserts its own message: none equals or is contained in another's, so no case passes on another's."""
+    assert len(messages) >= at_least, len(messages)
+    for i, message in enumerate(messages):
+        assert not [m for j, m in enumerate(messages) if j != i and message in m], message

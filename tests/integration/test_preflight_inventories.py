@@ -6,7 +6,6 @@ not exist: had preflight let the inventory through, the next play would try to c
 with changed=0 and no unreachable host, and no task of a later play in the output.
 """
 
-import copy
 import json
 import os
 import subprocess
@@ -14,7 +13,7 @@ import subprocess
 import pytest
 
 from integration.preflight_helpers import (  # tests/ is on sys.path (tests/conftest.py)
-    ROOT, BIN, assert_rejected_before_any_change, base_inventory, run_playbook,
+    BIN, ROOT, assert_distinct_messages, base_inventory, case_ids, reject_case, run_playbook,
 )
 
 
@@ -123,17 +122,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("mutate,message", CASES, ids=[c[0].__name__[len("mutate_"):] for c in CASES])
+@pytest.mark.parametrize("mutate,message", CASES, ids=case_ids(CASES))
 def test_bad_inventory_is_rejected_before_any_change(tmp_path, mutate, message):
-    inv = copy.deepcopy(base_inventory())
-    mutate(inv)
-    rc, out = run_playbook(tmp_path, inv)
-    assert_rejected_before_any_change(rc, out, message)
+    reject_case(tmp_path, mutate, message)
 
 
 def test_each_case_has_its_own_message():
-    messages = [case[1] for case in CASES]
-    assert len(set(messages)) == len(messages) >= 10
+    assert_distinct_messages([case[1] for case in CASES], 10)
 
 
 def test_sound_inventory_passes(tmp_path):

@@ -11,7 +11,7 @@ import copy
 import pytest
 
 from integration.preflight_helpers import (  # tests/ is on sys.path (tests/conftest.py)
-    all_vars, assert_rejected_before_any_change, base_inventory, children, group_vars, host, run_playbook,
+    all_vars, assert_distinct_messages, base_inventory, case_ids, children, group_vars, host, reject_case, run_playbook,
 )
 
 MGS = ["10.2.0.31@o2ib"]
@@ -203,18 +203,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("mutate,message", CASES, ids=[c[0].__name__[len("mutate_"):] for c in CASES])
+@pytest.mark.parametrize("mutate,message", CASES, ids=case_ids(CASES))
 def test_lustre_mistake_is_rejected_before_any_change(tmp_path, mutate, message):
-    inv = with_lustre(copy.deepcopy(base_inventory()))
-    mutate(inv)
-    rc, out = run_playbook(tmp_path, inv)
-    assert_rejected_before_any_change(rc, out, message)
+    reject_case(tmp_path, mutate, message, prepare=with_lustre)
 
 
 def test_each_case_has_its_own_message():
-    messages = [case[1] for case in CASES]
-    assert len(set(messages)) == len(messages) >= 14
-    assert not any(a != b and a in b for a in messages for b in messages)
+    assert_distinct_messages([case[1] for case in CASES], 14)
 
 
 def test_sound_lustre_design_passes(tmp_path):

@@ -1,11 +1,10 @@
 """Bad OS-base values are rejected by site.yml's preflight, before the Common OS play writes anything."""
 
-import copy
 
 import pytest
 
 from integration.preflight_helpers import (  # tests/ is on sys.path (tests/conftest.py)
-    all_vars, assert_rejected_before_any_change, base_inventory, group_vars, run_playbook,
+    all_vars, case_ids, group_vars, reject_case,
 )
 
 
@@ -38,9 +37,6 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("mutate,message", CASES, ids=[c[0].__name__[len("mutate_"):] for c in CASES])
+@pytest.mark.parametrize("mutate,message", CASES, ids=case_ids(CASES))
 def test_bad_os_values_are_rejected_before_any_change(tmp_path, mutate, message):
-    inv = copy.deepcopy(base_inventory())
-    mutate(inv)
-    rc, out = run_playbook(tmp_path, inv)
-    assert_rejected_before_any_change(rc, out, message)
+    reject_case(tmp_path, mutate, message)

@@ -13,7 +13,7 @@ import re
 import pytest
 
 from integration.preflight_helpers import (  # tests/ is on sys.path (tests/conftest.py)
-    all_vars, assert_rejected_before_any_change, base_inventory, group_vars, host, run_playbook,
+    all_vars, assert_distinct_messages, assert_rejected_before_any_change, base_inventory, case_ids, group_vars, host, reject_case, run_playbook,
 )
 
 
@@ -131,17 +131,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("mutate,message", CASES, ids=[c[0].__name__[len("mutate_"):] for c in CASES])
+@pytest.mark.parametrize("mutate,message", CASES, ids=case_ids(CASES))
 def test_value_against_its_role_spec_is_rejected_before_any_change(tmp_path, mutate, message):
-    inv = copy.deepcopy(base_inventory())
-    mutate(inv)
-    rc, out = run_playbook(tmp_path, inv)
-    assert_rejected_before_any_change(rc, out, message)
+    reject_case(tmp_path, mutate, message)
 
 
 def test_each_case_has_its_own_message():
-    messages = [case[1] for case in CASES]
-    assert len(set(messages)) == len(messages) >= 14
+    assert_distinct_messages([case[1] for case in CASES], 14)
 
 
 def test_bool_from_the_command_line_gets_advice_that_works_as_printed(tmp_path):

@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from integration.preflight_helpers import (  # tests/ is on sys.path (tests/conftest.py)
-    assert_rejected_before_any_change, base_inventory, group_vars, run_playbook,
+    assert_rejected_before_any_change, base_inventory, case_ids, group_vars, reject_case, run_playbook,
 )
 
 
@@ -38,12 +38,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("mutate,message", CASES, ids=[c[0].__name__[len("mutate_"):] for c in CASES])
+@pytest.mark.parametrize("mutate,message", CASES, ids=case_ids(CASES))
 def test_site_rejects_bad_validation_variables(tmp_path, mutate, message):
-    inv = copy.deepcopy(base_inventory())
-    mutate(inv)
-    rc, out = run_playbook(tmp_path, inv)
-    assert_rejected_before_any_change(rc, out, message)
+    reject_case(tmp_path, mutate, message)
 
 
 def test_validate_playbook_alone_runs_preflight_first(tmp_path):
