@@ -45,10 +45,6 @@ CLUSTER_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
 HOSTNAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 # Every role's boolean (type bool in its meta/argument_specs.yml) must be a real boolean, a string "no" being truthy
 # in Jinja: plugins/plugin_utils/preflight_specs.py checks them all from the specs, on the hosts each role runs on.
-# Switches an operator also gives on the command line (-e name=false arrives as a string): a boolean, or a string
-# that Ansible's bool filter reads as one.
-CLI_SWITCHES = ("cluster_converged_skip",)
-BOOL_STRINGS = ("true", "false", "yes", "no", "on", "off", "1", "0")
 
 
 def _ip(value):
@@ -162,11 +158,6 @@ def preflight_inventory_errors(hostvars, groups, lustre_enabled=True, fabric_req
             if key in seen:
                 errors.append("%s: %s: %s is already used by %s (addresses must be unique)" % (host, var, addr, seen[key]))
             seen.setdefault(key, host)
-
-        for switch in CLI_SWITCHES:
-            value = _get(hostvars, host, switch)
-            if value is not None and not isinstance(value, bool) and str(value).strip().lower() not in BOOL_STRINGS:
-                errors.append("%s: %s: must be true or false, got %r" % (host, switch, value))
 
     # GPU nodes: type and count declared and plausible.
     for host in sorted(gpu_hosts):

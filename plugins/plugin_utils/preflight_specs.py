@@ -44,11 +44,10 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
 # and task file names such as rolling_apply or validate_ib_pair are not variables). tests/unit/plugins/plugin_utils/
 # test_preflight_specs.py greps the tree and fails when a variable read there is missing here and from the specs.
 KNOWN_GLOBALS = (
-    # Cluster-wide inventory (the preflight filter, common_os, slurm, lustre, nccl, the converged-node plays).
+    # Cluster-wide inventory (the preflight filter, common_os, slurm, lustre, nccl).
     "cluster_name", "cluster_domain", "cluster_fabric_type",
     "cluster_mgmt_network_cidr", "cluster_fabric_network_cidr", "cluster_mgmt_ip", "cluster_fabric_ip",
     "cluster_gpu_type", "cluster_gpu_count_per_node",
-    "cluster_converged_skip", "cluster_converged_extra_probes",
     # Helpers of the lab inventory's Lustre layout (inventories/lab/group_vars/lustre_*).
     "cluster_lustre_fsname", "cluster_lustre_mgs_nids", "cluster_lustre_mds_targets", "cluster_lustre_oss_targets",
     # playbooks/validate.yml.
@@ -462,6 +461,15 @@ def _hosts_text(hosts, all_hosts):
     return "%s and %d more" % (", ".join(hosts[:HOSTS_SHOWN - 1]), len(hosts) - HOSTS_SHOWN + 1)
 
 
+# Variables an earlier release read and this one does not: a precise word instead of "did you mean".
+RETIRED = {
+    "cluster_converged_skip": "the converged-node cache was removed (every complete run of site.yml runs every role "
+                              "on every node of its hosts; use --limit or --tags for a targeted run)",
+    "cluster_converged_extra_probes": "the converged-node cache was removed (every complete run of site.yml runs "
+                                      "every role, RoCE QoS included)",
+}
+
+
 def typos(inv, opts):
     """Warnings: a variable with one of our prefixes that no role or playbook reads (with the closest known name)."""
     try:
@@ -491,6 +499,9 @@ def typos(inv, opts):
         if not strict_prefix and not close:
             continue  # slurm_site_notes: a site's own variable, not a misspelt one of ours
         where = _hosts_text(found[name], inv.all_hosts)
+        if name in RETIRED:
+            warnings.append("inventory: %s (on %s): no longer read: %s; remove it" % (name, where, RETIRED[name]))
+            continue
         if close:
             hint = "did you mean %s?" % close[0]
         else:

@@ -84,8 +84,9 @@ def mutate_string_switch(inv):
     inv["all"]["vars"]["common_os_reboot_ok"] = "no"
 
 
-def mutate_unreadable_skip_switch(inv):
-    inv["all"]["vars"]["cluster_converged_skip"] = "sometimes"
+def mutate_retired_variable_strict(inv):
+    inv["all"]["vars"]["preflight_strict"] = True
+    inv["all"]["vars"]["cluster_converged_skip"] = False
 
 
 def mutate_missing_fabric_ip(inv):
@@ -115,7 +116,8 @@ CASES = [
     (mutate_bad_partition, "slurm_controller_partitions[0].name: 'gpu batch' is not a valid Slurm partition name"),
     (mutate_partition_unknown_nodes, "partition 'gpu' names hosts that are not in gpu_nodes: gpu03, gpu04"),
     (mutate_string_switch, "common_os_reboot_ok: must be a boolean (true/false), got 'no'"),
-    (mutate_unreadable_skip_switch, "cluster_converged_skip: must be true or false, got 'sometimes'"),
+    (mutate_retired_variable_strict,
+     "cluster_converged_skip (on gpu01, gpu02, stor01, head01): no longer read: the converged-node cache was removed"),
     (mutate_missing_fabric_ip, "gpu01: cluster_fabric_ip: is required but not set"),
     (mutate_bad_cluster_name, "cluster_name: must be set, lower case"),
     (mutate_broadcast_ip, "gpu01: cluster_mgmt_ip: 10.1.0.255 is the network or broadcast address of 10.1.0.0/24"),

@@ -67,43 +67,17 @@ def test_validation_is_the_last_stage_and_a_playbook():
     assert os.path.exists(os.path.join(ROOT, "playbooks", "validate.yml"))
 
 
-# Converged GPU nodes (playbooks/tasks/converged_probe.yml): the probe play comes right after preflight, the record
-# play after the last role play, and only the plays of roles that configure GPU nodes leave the converged ones out.
-SKIPPABLE = {"common_os", "nvidia_driver", "dcgm", "pcie_acs", "gpu_tuning", "slurm_compute", "lustre_client", "nccl"}
-
-
-def _play_names(plays):
-    return [p.get("name", "") for p in plays]
-
-
-def test_converged_probe_and_record_bracket_the_role_plays():
-    stages, plays = _stages()
-    names = _play_names(plays)
-    probe = [i for i, n in enumerate(names) if n.startswith("Converged GPU nodes - compare")]
-    record = [i for i, n in enumerate(names) if n.startswith("Converged GPU nodes - record")]
-    assert probe == [1] and len(record) == 1, names
-    role_plays = [i for i, p in enumerate(plays) if p.get("roles") and i > 0]
-    assert probe[0] < min(role_plays) and record[0] > max(role_plays)
-    assert "import_playbook" in str(plays[record[0] + 1]), "validation must follow the record"
-    for index in probe + record:
-        assert plays[index]["tags"] == ["always"] and plays[index]["hosts"].startswith("gpu_nodes")
-
-
-def test_only_gpu_node_roles_leave_converged_nodes_out():
+# One source of truth: no play may leave a host out of the role plays because of a record of an earlier run (the
+# converged-node cache was removed). Every role play runs on whole groups; --limit and --tags are the targeted runs.
+def test_no_role_play_excludes_hosts_by_a_cached_verdict():
     plays = _stages()[1]
     for play in plays:
-        for role in play.get("roles", []):
-            name = (role["role"] if isinstance(role, dict) else role).split(".")[-1]
-            excluded = play["hosts"].endswith(":!cf_converged")
-            assert excluded == (name in SKIPPABLE), (name, play["hosts"])
-
-
-def test_the_digest_reads_the_munge_key_that_compute_nodes_copy():
-    with open(os.path.join(ROOT, "roles", "slurm_compute", "vars", "main.yml")) as f:
-        key = yaml.safe_load(f)["__slurm_compute_munge_key"]
-    with open(os.path.join(ROOT, "playbooks", "tasks", "converged_inputs.yml")) as f:
-        tasks = yaml.safe_load(f)
-    assert tasks[0]["ansible.builtin.stat"]["path"] == key
+        if play.get("roles"):
+            assert "!" not in play["hosts"] and "&" not in play["hosts"], play["hosts"]
+    text = open(os.path.join(ROOT, "site.yml")).read()
+    assert "converged" not in text and "cf_converged" not in text
+    assert not os.path.exists(os.path.join(ROOT, "plugins", "modules", "converged_state.py"))
+    assert not os.path.exists(os.path.join(ROOT, "plugins", "lookup", "converged_inputs.py"))
 
 
 def test_preflight_knows_the_hosts_of_every_role_play():
@@ -114,5 +88,5 @@ def test_preflight_knows_the_hosts_of_every_role_play():
     for play in plays:
         for role in play.get("roles", []):
             name = (role["role"] if isinstance(role, dict) else role).split(".")[-1]
-            groups = [g for g in play["hosts"].split(":") if g and not g.startswith("!")]
+            groups = [g for g in play["hosts"].split(":") if g]
             assert tuple(groups) == ROLE_HOSTS[name], (name, play["hosts"], ROLE_HOSTS[name])

@@ -337,8 +337,15 @@ def test_long_host_lists_are_abbreviated():
 
 
 def test_known_global_and_private_names_not_flagged():
-    assert warnings(all={"cluster_converged_skip": True, "validate_thresholds": {}, "rolling_serial": [1],
+    assert warnings(all={"cluster_domain": "x", "validate_thresholds": {}, "rolling_serial": [1],
                          "cluster_domain": "x", "__gpu_tuning_internal": 1, "ansible_user": "root"}) == []
+
+
+def test_a_retired_variable_is_named_as_such_not_as_a_typo():
+    found = warnings(all={"cluster_converged_skip": False})
+    assert len(found) == 1
+    assert "cluster_converged_skip" in found[0] and "no longer read: the converged-node cache was removed" in found[0]
+    assert "did you mean" not in found[0]
 
 
 def test_a_variable_another_role_defines_is_not_flagged():
