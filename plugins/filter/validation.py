@@ -28,6 +28,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress as hostlist_compress
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
+from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
 from ansible_collections.clusterforge.gpu.plugins.module_utils.perf import parse_nccl_tests, parse_perftest
 
 try:  # ansible-core >= 2.19 hands lazy containers to filters; they are still mappings and sequences
@@ -472,11 +473,8 @@ class _Judge(object):
             return []
 
         def norm(bdf):
-            # nvidia-smi: 00000000:1B:00.0, lspci -D: 0000:1b:00.0
-            parts = to_text(bdf).lower().split(":")
-            if len(parts) == 3:
-                parts[0] = parts[0][-4:].zfill(4)
-            return ":".join(parts)
+            # nvidia-smi: 00000000:1B:00.0, lspci -D: 0000:1b:00.0, lspci: 1b:00.0 (one normaliser, module_utils/pci)
+            return normalize_bdf(to_text(bdf)) or to_text(bdf).lower()
         smi = set(norm(b) for b in seen)
         pci = [to_text(g.get("bdf")) for g in acs["gpus"] if _is_map(g) and g.get("bdf")]
         pci_set = set(norm(b) for b in pci)

@@ -20,26 +20,44 @@ import shlex
 C_LOCALE = {"LANG": "C", "LC_ALL": "C", "LC_MESSAGES": "C"}
 
 
+def find_tool(module, tool, path=None, required=True, option=None):
+    """The one way a module of the collection finds the program it runs. Returns its path, or None.
+
+    ``path`` is the user's override (a module option such as ``nvidia_smi_path``; ``option`` names it for the
+    message). It wins over any lookup, and it must exist and be executable: a path the user set that is wrong
+    fails the module (``required`` or not), with the path and the option in the message, before anything runs. A
+    bare name in the option (``dcgmi``) is looked up on PATH like the default.
+
+    Without an override the tool is looked up with ``get_bin_path``: on PATH, in PATH order (a site's wrapper in
+    /usr/local/bin wins over the packaged tool), then in /sbin, /usr/sbin and /usr/local/sbin. A tool that is not
+    found fails the module with a clear message when ``required``, else None is returned.
+    """
+    if path:
+        # get_bin_path on an absolute path checks that it exists, is a file and is executable.
+        found = module.get_bin_path(path, required=False)
+        if found is None:
+            module.fail_json(msg="%s was not found at %s%s (it does not exist or is not executable)"
+                             % (tool, path, " (%s)" % option if option else ""), changed=False)
+        return path if "/" in path else found
+    found = module.get_bin_path(tool, required=False)
+    if found is None and required:
+        module.fail_json(msg="%s was not found on this host; install it or set %s"
+                         % (tool, option or "its path option"), changed=False)
+    return found
+
+
 class ToolRunner(object):
     """Runs one external tool for an AnsibleModule.
 
-    ``path`` is the user's override (a module option such as ``nvidia_smi_path``); otherwise the tool is
-    looked up on PATH, in PATH order, and then in /sbin, /usr/sbin and /usr/local/sbin. A missing tool fails the module with a clear
-    message before anything is changed.
+    The binary is found with :func:`find_tool` (``path`` is the user's override, ``option`` its option name).
+    A missing tool fails the module with a clear message before anything is changed.
     """
 
-    def __init__(self, module, tool, path=None, required=True):
+    def __init__(self, module, tool, path=None, required=True, option=None):
         self.module = module
         self.tool = tool
         self.calls = []
-        if path:
-            self.bin = path
-        else:
-            # PATH order decides (a site's wrapper in /usr/local/bin wins over the packaged tool), then the sbin
-            # directories that get_bin_path always adds.
-            self.bin = module.get_bin_path(tool, required=False)
-        if self.bin is None and required:
-            module.fail_json(msg="%s was not found on this host; install it or set its path option" % tool, changed=False)
+        self.bin = find_tool(module, tool, path, required=required, option=option)
 
     @property
     def available(self):

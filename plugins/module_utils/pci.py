@@ -89,15 +89,27 @@ def _parse_flags(text):
     return flags
 
 
+_BDF_PARTS_RE = re.compile(r"^(?:(?P<dom>[0-9a-f]{1,8}):)?(?P<bus>[0-9a-f]{1,2}):(?P<dev>[0-9a-f]{1,2})\.(?P<fn>[0-7])$")
+
+
 def normalize_bdf(bdf, domain="0000"):
-    """``38:00.0`` -> ``0000:38:00.0``; lower case; None stays None."""
+    """The one canonical form of a PCI address in the collection: ``dddd:bb:dd.f``, lower case (``lspci -D``).
+
+    Every spelling the tools print maps to it: nvidia-smi's ``00000000:1B:00.0``, ``lspci -D``'s
+    ``0000:1b:00.0`` and plain ``lspci``'s ``1b:00.0`` (``domain`` is added). Compare addresses only after
+    normalising both sides. None, and a text that is not a PCI address, give None.
+    """
     if bdf is None:
         return None
-    bdf = bdf.strip().lower()
-    if bdf.count(":") == 1:
-        bdf = "%s:%s" % (domain, bdf)
-    dom, rest = bdf.split(":", 1)
-    return "%04x:%s" % (int(dom, 16), rest)
+    m = _BDF_PARTS_RE.match(str(bdf).strip().lower())
+    if not m:
+        return None
+    dom = m.group("dom") if m.group("dom") is not None else domain
+    try:
+        dom = int(dom, 16)
+    except (TypeError, ValueError):
+        return None
+    return "%04x:%02x:%02x.%s" % (dom, int(m.group("bus"), 16), int(m.group("dev"), 16), m.group("fn"))
 
 
 def _new_device(match):
@@ -249,6 +261,8 @@ def device_kind(dev):
 def upstream_bridges(devices, bdf):
     """BDFs of the bridges above ``bdf``, root first, from the bridges' secondary/subordinate bus ranges."""
     target = normalize_bdf(bdf)
+    if target is None:
+        raise ValueError("not a PCI address: %r" % (bdf,))
     dom, bus = _bus(target)
     found = []
     for dev in devices:

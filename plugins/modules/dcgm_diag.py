@@ -236,7 +236,7 @@ def main():
     if p["gpus"] is not None and (not gpus or any(not g for g in gpus)):
         module.fail_json(msg="gpus must be a non-empty list of GPU ids")
 
-    dcgmi = ToolRunner(module, "dcgmi", p["dcgmi_path"])
+    dcgmi = ToolRunner(module, "dcgmi", p["dcgmi_path"], option="dcgmi_path")
     args = ["diag", "-r", str(p["level"])]
     if gpus:
         args += ["-i", ",".join(gpus)]

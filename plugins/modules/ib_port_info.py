@@ -223,7 +223,7 @@ def main():
     source = p["source"]
     runner = None
     if source in ("auto", "ibstat"):
-        runner = ToolRunner(module, "ibstat", p["ibstat_path"], required=(source == "ibstat"))
+        runner = ToolRunner(module, "ibstat", p["ibstat_path"], required=(source == "ibstat"), option="ibstat_path")
         if source == "auto":
             source = "ibstat" if runner.available else "sysfs"
     if source == "ibstat":

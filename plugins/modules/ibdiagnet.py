@@ -176,7 +176,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    runner = ToolRunner(module, "ibdiagnet", p["ibdiagnet_path"])
+    runner = ToolRunner(module, "ibdiagnet", p["ibdiagnet_path"], option="ibdiagnet_path")
     args, lane = build_args(p)
     # rc != 0: the tool failed to run; ToolRunner fails with cmd/rc/stdout/stderr.
     rc, out, err = runner.run(args, what="ibdiagnet (tool failed to run)")

@@ -250,7 +250,7 @@ def main():
         module.fail_json(msg="path %s is not a directory; lfs_stripe manages directory default layouts "
                          "(use lfs migrate for existing files)" % path, changed=False)
 
-    runner = ToolRunner(module, "lfs", p["lfs_path"])
+    runner = ToolRunner(module, "lfs", p["lfs_path"], option="lfs_path")
     before = read_layout(runner, path)
 
     if state == "present":

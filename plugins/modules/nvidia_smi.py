@@ -235,6 +235,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import
     parse_query_csv,
     to_bool,
 )
+from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
 
 STATE_VERSION = 1
 META_KEYS = ("index", "pci_bus_id", "name")
@@ -287,18 +288,6 @@ def _display(value):
     return value
 
 
-def _normalise_bus(value):
-    parts = value.strip().upper().split(":")
-    if len(parts) == 2:
-        parts = ["0"] + parts
-    if len(parts) != 3:
-        return None
-    try:
-        return "%08X:%s:%s" % (int(parts[0], 16), parts[1].zfill(2), parts[2])
-    except ValueError:
-        return None
-
-
 def gpu_label(row):
     return "GPU %s (%s, %s)" % (row.get("index"), row.get("uuid"), row.get("pci.bus_id"))
 
@@ -325,10 +314,7 @@ class NvidiaSmi(object):
         if self.want["power_limit_watts"] is not None and self.want["power_limit_watts"] <= 0:
             module.fail_json(msg="power_limit_watts must be a positive number of watts")
         self.want = dict((k, v) for k, v in self.want.items() if v is not None)
-        path = self.params["nvidia_smi_path"]
-        if path and not os.path.exists(path):
-            module.fail_json(msg="nvidia-smi was not found at %s (nvidia_smi_path)" % path)
-        self.runner = ToolRunner(module, "nvidia-smi", path)
+        self.runner = ToolRunner(module, "nvidia-smi", self.params["nvidia_smi_path"], option="nvidia_smi_path")
         self.state_path = self.params["state_file"]
 
     # ------------------------------------------------------------------------------------------ reading
@@ -356,7 +342,8 @@ class NvidiaSmi(object):
                     match = row
                 elif text.lower() == str(row.get("uuid")).lower():
                     match = row
-                elif ":" in text and row.get("pci.bus_id") and _normalise_bus(text) == _normalise_bus(row["pci.bus_id"]):
+                elif (":" in text and normalize_bdf(text) is not None
+                      and normalize_bdf(text) == normalize_bdf(row.get("pci.bus_id"))):
                     match = row
             if match is None:
                 hint = " (MIG device UUIDs are not accepted: name the parent GPU)" if text.upper().startswith("MIG-") else ""
@@ -506,9 +493,9 @@ class NvidiaSmi(object):
     def clamped(self, option, row, out, request):
         parse = parse_locked_clocks_output if option == "locked_gpu_clocks" else parse_locked_memory_clocks_output
         found = parse(out)
-        bus = _normalise_bus(row.get("pci.bus_id") or "")
+        bus = normalize_bdf(row.get("pci.bus_id"))
         for item in found:
-            if _normalise_bus(item["pci_bus_id"]) == bus:
+            if bus is not None and normalize_bdf(item["pci_bus_id"]) == bus:
                 return {"min": item["min"], "max": item["max"]}
         if found:
             return {"min": found[0]["min"], "max": found[0]["max"]}

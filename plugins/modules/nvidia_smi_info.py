@@ -217,7 +217,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    runner = ToolRunner(module, "nvidia-smi", module.params["nvidia_smi_path"])
+    runner = ToolRunner(module, "nvidia-smi", module.params["nvidia_smi_path"], option="nvidia_smi_path")
     rc, out, err = runner.run(["-q", "-x"], what="nvidia-smi -q -x")
     data = parse_xml(out)
     if not data["gpus"]:

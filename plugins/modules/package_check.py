@@ -14,9 +14,10 @@ short_description: Report which of the wanted Debian packages are not installed,
 description:
   - Reads the installed state of the packages in O(names) with one C(dpkg-query -W) call and returns the specs
     that are not satisfied in RV(missing). It never changes anything.
-  - The roles call it before C(ansible.builtin.apt), and run C(apt) only for RV(missing). On a node where every
-    package is present this costs one short C(dpkg-query), not an C(apt) module run that opens the package cache
-    (about a second of CPU per node and role).
+  - It is the collection's one reader of the dpkg database. The roles install through
+    M(clusterforge.gpu.packages), which runs it first and the package manager only for RV(missing). On a node
+    where every package is present this costs one short C(dpkg-query), not an C(apt) module run that opens the
+    package cache (about a second of CPU per node and role). Use it directly to read installed versions.
   - A spec is C(name), C(name=version) (the exact version) or C(name=version*) (a version that starts with it), as
     C(ansible.builtin.apt) takes them. A spec it does not understand (a group, a comparison) is reported missing, so
     that the package manager decides.
@@ -37,22 +38,21 @@ options:
     description: Path to C(dpkg-query). By default it is looked up on C(PATH).
     type: path
 seealso:
+  - module: clusterforge.gpu.packages
   - module: ansible.builtin.apt
   - module: ansible.builtin.package_facts
 """
 
 EXAMPLES = r"""
-- name: Read which Slurm packages are missing
+- name: Read the installed version of the driver libraries
+  clusterforge.gpu.package_check:
+    names: [libnvidia-ml1]
+  register: __nvidia_driver_register_version_package
+
+- name: Read which Slurm packages are missing (clusterforge.gpu.packages installs them)
   clusterforge.gpu.package_check:
     names: [munge, slurmd, slurm-client]
   register: __slurm_compute_register_packages
-
-- name: Install only what is missing
-  ansible.builtin.apt:
-    name: "{{ __slurm_compute_register_packages.missing }}"
-    update_cache: true
-    cache_valid_time: 3600
-  when: __slurm_compute_register_packages.missing | length > 0
 """
 
 RETURN = r"""
@@ -132,7 +132,8 @@ def main():
         supports_check_mode=True,
     )
     names = [n for n in module.params["names"] if n and n.strip()]
-    tool = ToolRunner(module, "dpkg-query", module.params["dpkg_query_path"], required=False)
+    tool = ToolRunner(module, "dpkg-query", module.params["dpkg_query_path"], required=False,
+                      option="dpkg_query_path")
     if not tool.available:
         module.exit_json(changed=False, missing=names, installed={}, supported=False)
 

@@ -193,7 +193,7 @@ def main():
                              "got %r" % p["acs_ctl_value"])
     requested = int(raw, 16)
 
-    lspci = ToolRunner(module, "lspci", p["lspci_path"])
+    lspci = ToolRunner(module, "lspci", p["lspci_path"], option="lspci_path")
     rc, out, err = lspci.run(LSPCI_ARGS, what="lspci")
     cmd = quote([lspci.bin] + LSPCI_ARGS)
     devices = pci.parse_lspci_vvv(out)
@@ -253,7 +253,7 @@ def main():
         result["bridges"] = plan
         module.exit_json(**result)
 
-    setpci = ToolRunner(module, "setpci", p["setpci_path"])
+    setpci = ToolRunner(module, "setpci", p["setpci_path"], option="setpci_path")
     done = []
     for b in plan:
         write = ["-s", b["bdf"], "%s=%s" % (ACS_CTL_REG, b["after"])]

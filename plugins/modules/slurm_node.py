@@ -392,7 +392,7 @@ def main():
         params["reason"] = reason
 
     names = unique_names(module, params["nodes"])
-    scontrol = ToolRunner(module, "scontrol", params["scontrol_path"])
+    scontrol = ToolRunner(module, "scontrol", params["scontrol_path"], option="scontrol_path")
     records, read_cmd = read_nodes(module, scontrol, names, unknown_note="; nothing was changed")
     by_name = dict((node["NodeName"], node) for node in records)
 
@@ -420,7 +420,7 @@ def main():
                    if e["action"] == "drain"
                    or (e["action"] == "none" and state_flags(e["state_before"])["draining"])]
         if waiting:
-            sinfo = ToolRunner(module, "sinfo", params["sinfo_path"])
+            sinfo = ToolRunner(module, "sinfo", params["sinfo_path"], option="sinfo_path")
             try:
                 waited = _wait_drained(module, sinfo, waiting)
             except _WaitFailed as e:

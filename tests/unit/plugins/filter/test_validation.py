@@ -291,6 +291,18 @@ def test_dropped_gpu_named_by_address_when_lspci_still_sees_it(measured, tmp_pat
     assert message.endswith("on the PCI bus but not in nvidia-smi: 0000:ab:00.0")
 
 
+def test_dropped_gpu_named_when_lspci_prints_no_domain(measured, tmp_path):
+    node = fresh_node(tmp_path, "gpu02")
+    node.ok("nvidia-smi", "--emu-drop-gpu", "5")
+    measured["nodes"]["gpu02"]["nvidia_smi_info"] = node.nvidia_smi_info()
+    # plain lspci (no -D) prints 1b:00.0; nvidia-smi prints 00000000:1B:00.0: the same addresses
+    measured["nodes"]["gpu02"]["pcie_acs_info"]["gpus"] = [
+        {"bdf": "%s:00.0" % bus.lower(), "description": "NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)",
+         "upstream_bridges": []} for bus in SMI_BUSES]
+    message = only(judge(measured), "gpu.count", "gpu02")["message"]
+    assert message.endswith("on the PCI bus but not in nvidia-smi: ab:00.0")
+
+
 def test_gpu_health_problems_name_each_gpu(measured, tmp_path):
     node = fresh_node(tmp_path, "gpu01")
     node.ok("nvidia-smi", "--emu-ecc", "2", "4")

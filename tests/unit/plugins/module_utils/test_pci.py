@@ -152,3 +152,32 @@ def test_iommu_state_from_cmdline():
     assert st["cmdline"] == {"intel_iommu": "on", "iommu": "pt"}
     st = pci.iommu_state("ro quiet pci=disable_acs_redir=pci:1000:c030", 0)
     assert not st["enabled"] and not st["requested"] and st["cmdline"] == {"pci": "disable_acs_redir=pci:1000:c030"}
+
+
+# ------------------------------------------------------------------- the one PCI bus-id normaliser
+
+@pytest.mark.parametrize("spelling", [
+    "00000000:1B:00.0",   # nvidia-smi --query-gpu=pci.bus_id, nvidia-smi -q
+    "0000:1b:00.0",       # lspci -D
+    "1b:00.0",            # lspci
+    "1B:00.0",
+    " 0000:1b:0.0\n",     # hand-written, zero-padding left out
+    "0:1b:00.0",
+])
+def test_normalize_bdf_maps_every_spelling_to_lspci_d(spelling):
+    assert pci.normalize_bdf(spelling) == "0000:1b:00.0"
+
+
+def test_normalize_bdf_keeps_domain_and_function():
+    assert pci.normalize_bdf("00000001:AB:1F.7") == "0001:ab:1f.7"
+    assert pci.normalize_bdf("3b:00.1", domain="0002") == "0002:3b:00.1"
+
+
+@pytest.mark.parametrize("bad", [None, "", "zz:00.0", "1b:00", "1b:00.8", "GPU-1234", "0000:1b:00.0:1", "123:00.0"])
+def test_normalize_bdf_is_none_for_what_is_not_an_address(bad):
+    assert pci.normalize_bdf(bad) is None
+
+
+def test_upstream_bridges_refuses_a_non_address():
+    with pytest.raises(ValueError, match="not a PCI address"):
+        pci.upstream_bridges([], "GPU-1234")

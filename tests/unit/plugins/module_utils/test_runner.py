@@ -4,7 +4,7 @@ from unittest import mock
 
 import pytest
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import C_LOCALE, ToolRunner, quote
+from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import C_LOCALE, ToolRunner, find_tool, quote
 
 
 class FakeModule(object):
@@ -27,17 +27,65 @@ def test_lookup_uses_path_order_without_preferring_usr_bin():
     assert not kwargs.get("opt_dirs"), "opt_dirs are searched before PATH and would shadow a PATH wrapper"
 
 
-def test_explicit_path_wins_and_no_lookup():
+def test_explicit_path_wins_and_no_path_lookup():
     module = FakeModule()
-    runner = ToolRunner(module, "nvidia-smi", path="/opt/nv/nvidia-smi")
+    runner = ToolRunner(module, "nvidia-smi", path="/opt/nv/nvidia-smi", option="nvidia_smi_path")
     assert runner.bin == "/opt/nv/nvidia-smi"
-    module.get_bin_path.assert_not_called()
+    # the override is only checked (exists, a file, executable), never replaced by a PATH search for the tool
+    assert module.get_bin_path.call_args_list == [mock.call("/opt/nv/nvidia-smi", required=False)]
+
+
+def test_explicit_path_that_is_wrong_fails_with_path_and_option_even_when_optional():
+    module = FakeModule(found=None)
+    with pytest.raises(RuntimeError) as e:
+        ToolRunner(module, "dpkg-query", path="/opt/nope/dpkg-query", required=False, option="dpkg_query_path")
+    msg = e.value.args[0]["msg"]
+    assert "dpkg-query was not found at /opt/nope/dpkg-query (dpkg_query_path)" in msg
+    module.run_command.assert_not_called()
+
+
+def test_bare_name_in_the_path_option_is_looked_up_on_path():
+    module = FakeModule(found="/usr/sbin/dcgmi-wrapper")
+    assert ToolRunner(module, "dcgmi", path="dcgmi-wrapper").bin == "/usr/sbin/dcgmi-wrapper"
+
+
+def test_real_lookup_of_an_explicit_path(tmp_path):
+    """Against Ansible's own get_bin_path: an absolute override must exist and be executable."""
+    from ansible.module_utils.common.process import get_bin_path
+
+    tool = tmp_path / "lspci"
+    tool.write_text("#!/bin/sh\n")
+
+    class Real(FakeModule):
+        def __init__(self):
+            super().__init__()
+            self.get_bin_path = lambda arg, required=False: _lookup(get_bin_path, arg)
+
+    with pytest.raises(RuntimeError, match="not executable"):
+        find_tool(Real(), "lspci", str(tool), option="lspci_path")
+    tool.chmod(0o755)
+    assert find_tool(Real(), "lspci", str(tool), option="lspci_path") == str(tool)
+    with pytest.raises(RuntimeError, match="not found at"):
+        find_tool(Real(), "lspci", str(tmp_path), option="lspci_path")  # a directory
+
+
+def _lookup(get_bin_path, arg):
+    try:
+        return get_bin_path(arg)
+    except ValueError:
+        return None
+
+
+def test_optional_tool_that_is_missing_is_none():
+    module = FakeModule(found=None)
+    runner = ToolRunner(module, "timeout", required=False)
+    assert runner.bin is None and not runner.available
 
 
 def test_missing_tool_fails_before_anything_runs():
     module = FakeModule(found=None)
-    with pytest.raises(RuntimeError, match="was not found"):
-        ToolRunner(module, "setpci")
+    with pytest.raises(RuntimeError, match="setpci was not found on this host; install it or set setpci_path"):
+        ToolRunner(module, "setpci", option="setpci_path")
     module.run_command.assert_not_called()
 
 

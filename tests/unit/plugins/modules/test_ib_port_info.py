@@ -121,3 +121,11 @@ def test_ibstat_unparseable_fails():
 @pytest.mark.parametrize("check_mode", [True, False])
 def test_never_changed(check_mode):
     assert run_module(ib_port_info, {}, ibstat_tool(), check_mode=check_mode)["changed"] is False
+
+
+def test_auto_with_an_ibstat_path_that_does_not_exist_fails_rather_than_use_sysfs(tmp_path):
+    # the user named the tool: a wrong path is an error, not a reason to read sysfs instead
+    root = make_sysfs(tmp_path, {"mlx5_0": ("4: ACTIVE", "5: LinkUp", "200 Gb/sec (4X HDR)", "InfiniBand")})
+    r = run_module(ib_port_info, {"sysfs_root": root, "ibstat_path": "/opt/ofed/ibstat"},
+                   Tool([], missing=("/opt/ofed/ibstat",)))
+    assert r["failed"] and "ibstat was not found at /opt/ofed/ibstat (ibstat_path)" in r["msg"]

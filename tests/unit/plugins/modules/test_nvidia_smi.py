@@ -283,9 +283,11 @@ def test_tool_missing(state_file):
 
 
 def test_nvidia_smi_path_missing(state_file, tmp_path):
-    result, tool = run(FakeSmi(h100_gpus()), {"power_limit_watts": 500, "nvidia_smi_path": str(tmp_path / "nope")},
-                       state_file)
-    assert result["failed"] is True and "nope" in result["msg"]
+    nope = str(tmp_path / "nope")
+    result, tool = run(FakeSmi(h100_gpus()), {"power_limit_watts": 500, "nvidia_smi_path": nope}, state_file,
+                       missing=(nope,))
+    assert result["failed"] is True
+    assert "nvidia-smi was not found at %s (nvidia_smi_path)" % nope in result["msg"]
     assert tool.calls == []
 
 
@@ -308,6 +310,7 @@ def test_query_failure_reports_cmd_rc_output(state_file):
     ([uuid(4).upper().replace("GPU-", "GPU-")], ["4"]),
     (["00000000:5D:00.0"], ["3"]),
     (["0000:5d:00.0", "DB:00.0"], ["3", "7"]),
+    (["5d:0.0", " 0000:2a:00.0 "], ["1", "3"]),
     (["5", "5", uuid(5)], ["5"]),
 ])
 def test_subset_of_gpus(state_file, selector, expected):
@@ -321,6 +324,13 @@ def test_unknown_gpu_fails_listing_the_gpus(state_file):
     result, tool = run(FakeSmi(h100_gpus(2)), {"power_limit_watts": 500, "gpus": ["0", "7"]}, state_file)
     assert result["failed"] is True
     assert "'7' not found" in result["msg"] and uuid(1) in result["msg"]
+    assert setter_calls(tool) == []
+
+
+@pytest.mark.parametrize("bad", ["zz:00.0", "00000000:5D:00.9", "0000:5d"])
+def test_a_bus_id_that_is_not_one_matches_no_gpu(state_file, bad):
+    result, tool = run(FakeSmi(h100_gpus(2)), {"power_limit_watts": 500, "gpus": [bad]}, state_file)
+    assert result["failed"] is True and "not found" in result["msg"]
     assert setter_calls(tool) == []
 
 

@@ -83,3 +83,9 @@ def test_dpkg_query_error_fails_with_its_message():
 def test_check_mode_reads_the_same():
     r = run_module(package_check, {"names": ["slurmd", "munge"]}, dpkg(), check_mode=True)
     assert r["missing"] == ["slurmd"] and r["changed"] is False
+
+
+def test_dpkg_query_path_that_does_not_exist_fails():
+    tool = Tool([], missing=["/opt/dpkg/dpkg-query"])
+    r = run_module(package_check, {"names": ["munge"], "dpkg_query_path": "/opt/dpkg/dpkg-query"}, tool)
+    assert r["failed"] and "(dpkg_query_path)" in r["msg"] and tool.calls == []

@@ -260,3 +260,10 @@ def test_custom_tool_paths_used():
     r = run_module(pcie_acs, {"lspci_path": "/opt/pciutils/lspci", "setpci_path": "/opt/pciutils/setpci"},
                    Tool(handler))
     assert r["changed"] and set(seen) == {"/opt/pciutils/lspci", "/opt/pciutils/setpci"}
+
+
+def test_custom_tool_path_that_does_not_exist_fails_naming_the_option():
+    tool = Tool(FakePci(), missing=("/opt/pciutils/setpci",))
+    r = run_module(pcie_acs, {"setpci_path": "/opt/pciutils/setpci"}, tool)
+    assert r["failed"] and "setpci was not found at /opt/pciutils/setpci (setpci_path)" in r["msg"]
+    assert tool.count("setpci") == 0
