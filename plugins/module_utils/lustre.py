@@ -423,8 +423,9 @@ def setstripe_args(desired):
 
 
 # ------------------------------------------------------------------------------------------------ server tools
-# Parsers for the Lustre server tools (tunefs.lustre, lctl llog_print, lnetctl). The roles read the same outputs
-# with Jinja; these keep the lab emulators honest (tests/unit/test_emulator_lustre_server.py) and serve modules.
+# Parsers for the Lustre server tools (tunefs.lustre, blkid, lctl get_param / llog_print, lnetctl), one per tool
+# output, and the pure decisions built on them. The modules lustre_target, lnet and lctl_param use them; the lab
+# emulators are read through the same parsers (tests/unit/test_emulator_lustre_server.py).
 
 LDD_FLAG_MDT = 0x1
 LDD_FLAG_OST = 0x2
@@ -588,12 +589,203 @@ def parse_lnetctl_net_show(text):
     return nets
 
 
-def parse_lctl_dl(text):
-    """Parse ``lctl dl``: ``[{"index", "status", "type", "name", "uuid", "refcount"}]``."""
-    devices = []
+# ------------------------------------------------------------------------------------------------ blkid
+
+def _blkid_unescape(value):
+    """``blkid -o export`` escapes shell specials with a backslash (``LABEL=my\\ data``)."""
+    return re.sub(r"\\(.)", r"\1", value)
+
+
+def parse_blkid_export(text):
+    """Parse ``blkid -p -o export <dev>``: one ``KEY=value`` line per property -> dict (``TYPE``, ``PTTYPE``,
+    ``LABEL``, ``UUID``, ``DEVNAME``...). blkid prints nothing (and exits 2) when it finds no signature."""
+    result = {}
     for line in (text or "").splitlines():
-        fields = line.split()
-        if len(fields) >= 6 and fields[0].isdigit():
-            devices.append({"index": int(fields[0]), "status": fields[1], "type": fields[2], "name": fields[3],
-                            "uuid": fields[4], "refcount": _int_or_none(fields[5])})
-    return devices
+        key, sep, value = line.strip().partition("=")
+        if sep and re.match(r"^[A-Z][A-Z0-9_]*$", key):
+            result[key] = _blkid_unescape(value)
+    return result
+
+
+# ------------------------------------------------------------------------------------------------ targets
+
+TARGET_TYPES = ("mgs", "mgs_mdt", "mdt", "ost")
+# The type bits of tunefs.lustre's "Flags:" that each requested target type must carry.
+TARGET_TYPE_FLAGS = {"mgs": LDD_FLAG_MGS, "mgs_mdt": LDD_FLAG_MGS | LDD_FLAG_MDT, "mdt": LDD_FLAG_MDT,
+                     "ost": LDD_FLAG_OST}
+TARGET_TYPE_ARGS = {"mgs": ["--mgs"], "mgs_mdt": ["--mgs", "--mdt"], "mdt": ["--mdt"], "ost": ["--ost"]}
+_TYPE_BITS = LDD_FLAG_MGS | LDD_FLAG_MDT | LDD_FLAG_OST
+
+
+def target_svname(target):
+    """The name a target registers under: ``MGS``, ``<fsname>-MDT<index hex>`` or ``<fsname>-OST<index hex>``."""
+    if target["type"] == "mgs":
+        return "MGS"
+    kind = "OST" if target["type"] == "ost" else "MDT"
+    return "%s-%s%04x" % (target.get("fsname") or "", kind, int(target.get("index") or 0))
+
+
+def check_targets(targets):
+    """The problems of a target list (a list of str, empty when it is usable), before any device is read.
+
+    Each target needs an absolute device, a known type, an fsname of 1-8 characters and an index >= 0 (except
+    an MGS), mgs_nids (an MDT or OST without its own MGS), not both servicenodes and failnodes; no two targets
+    may use the same device.
+    """
+    problems = []
+    seen = {}
+    for pos, t in enumerate(targets):
+        label = "targets[%d] (%s)" % (pos, t.get("device") or "?")
+        device = t.get("device") or ""
+        if not device.startswith("/"):
+            problems.append("%s: device must be an absolute path" % label)
+        if t.get("type") not in TARGET_TYPES:
+            problems.append("%s: type must be one of %s" % (label, ", ".join(TARGET_TYPES)))
+            continue
+        if t["type"] != "mgs":
+            if not 1 <= len(t.get("fsname") or "") <= 8:
+                problems.append("%s: a %s needs an fsname of 1-8 characters" % (label, t["type"]))
+            if t.get("index") is None or int(t["index"]) < 0:
+                problems.append("%s: a %s needs an index (an integer >= 0)" % (label, t["type"]))
+        if t["type"] in ("mdt", "ost") and not t.get("mgs_nids"):
+            problems.append("%s: a %s needs mgs_nids (the first is the active MGS)" % (label, t["type"]))
+        if t.get("servicenodes") and t.get("failnodes"):
+            problems.append("%s: servicenodes and failnodes are mutually exclusive" % label)
+        if device in seen:
+            problems.append("%s: device already used by targets[%d]" % (label, seen[device]))
+        seen.setdefault(device, pos)
+    return problems
+
+
+def mkfs_args(target):
+    """``mkfs.lustre`` arguments (without the program) that format ``target``. Never ``--reformat``."""
+    args = ["--backfstype=%s" % (target.get("backfstype") or "ldiskfs")]
+    if target.get("fsname"):
+        args.append("--fsname=%s" % target["fsname"])
+    args += TARGET_TYPE_ARGS[target["type"]]
+    if target["type"] != "mgs":
+        args.append("--index=%d" % int(target["index"]))
+    args += ["--mgsnode=%s" % n for n in target.get("mgs_nids") or []]
+    args += ["--servicenode=%s" % n for n in target.get("servicenodes") or []]
+    args += ["--failnode=%s" % n for n in target.get("failnodes") or []]
+    if target.get("mkfs_options"):
+        args.append("--mkfsoptions=%s" % target["mkfs_options"])
+    args += ["--param=%s" % p for p in target.get("params") or []]
+    args.append(target["device"])
+    return args
+
+
+def _wanted(target):
+    return "%s %s%s" % (target["type"], target_svname(target),
+                        " of %s" % target["fsname"] if target.get("fsname") else "")
+
+
+def classify_device(target, exists, tunefs=None, blkid=None):
+    """What ``target``'s device holds, from what was read before anything is written.
+
+    ``tunefs`` and ``blkid`` are ``(rc, stdout, stderr)`` of ``tunefs.lustre --dryrun <dev>`` and
+    ``blkid -p -o export <dev>`` (blkid is only needed when tunefs found no Lustre data). Returns
+    ``{"state", "detail", "identity"}`` where state is:
+
+    * ``present``: the same target (type bits, and fsname and index unless an MGS) is already there;
+    * ``blank``: no Lustre data and no signature at all (blkid exit 2);
+    * ``foreign``: another Lustre target, or another file system / partition table;
+    * ``missing``: the device does not exist;
+    * ``unknown``: the tools could not say (any other exit status).
+
+    Only ``blank`` may be formatted; ``foreign``, ``missing`` and ``unknown`` stop everything.
+    """
+    want = _wanted(target)
+    if not exists:
+        return {"state": "missing", "detail": "does not exist (expected %s)" % want, "identity": None}
+    t_rc, t_out, t_err = tunefs if tunefs is not None else (None, "", "")
+    parsed = parse_tunefs_dryrun(t_out)
+    ldd = parsed["previous"]
+    if parsed["found"] and ldd:
+        flags = ldd.get("flags") or 0
+        index = ldd.get("index")
+        same = (flags & _TYPE_BITS) == TARGET_TYPE_FLAGS[target["type"]] and (
+            target["type"] == "mgs" or (ldd.get("fsname") == target.get("fsname")
+                                        and index is not None and index == int(target["index"])))
+        identity = dict(ldd, source="tunefs.lustre")
+        if same:
+            return {"state": "present", "detail": ldd.get("target") or target_svname(target), "identity": identity}
+        return {"state": "foreign", "identity": identity,
+                "detail": "holds Lustre target %s (fsname %s, index %s, flags %#x), not %s"
+                          % (ldd.get("target") or "?", ldd.get("fsname") or "", "unassigned" if index is None else index,
+                             flags, want)}
+    b_rc, b_out, b_err = blkid if blkid is not None else (None, "", "")
+    props = parse_blkid_export(b_out)
+    signature = dict((k, v) for k, v in props.items() if k != "DEVNAME")
+    if b_rc == 0 and signature:
+        what = props.get("TYPE") or props.get("PTTYPE") or "an unknown signature"
+        label = " (label %s)" % props["LABEL"] if props.get("LABEL") else ""
+        return {"state": "foreign", "identity": dict(props, source="blkid"),
+                "detail": "holds %s%s, not Lustre data (expected %s)" % (what, label, want)}
+    if b_rc == 2 and t_rc != 0:
+        return {"state": "blank", "detail": want, "identity": None}
+    return {"state": "unknown", "identity": None,
+            "detail": "could not be identified (tunefs.lustre rc %s, blkid rc %s: %s)"
+                      % (t_rc, b_rc, ((b_err or "") + " " + (t_err or "")).strip()[:500])}
+
+
+# ------------------------------------------------------------------------------------------------ LNet
+
+def lnet_config_text(networks, header=None):
+    """The persistent LNet configuration (the ``lnetctl export --backup`` format that ``lnetctl import``, and so
+    the stock lnet.service, reads): one local NI per interface. ``networks`` is ``[{"net", "interfaces"}]``."""
+    lines = []
+    for line in (header or "").splitlines():
+        lines.append(("# " + line).rstrip())
+    lines.append("net:")
+    for net in networks:
+        lines.append("    - net type: %s" % net["net"])
+        lines.append("      local NI(s):")
+        for ifname in net["interfaces"]:
+            lines += ["        - interfaces:", "              0: %s" % ifname]
+    return "\n".join(lines) + "\n"
+
+
+def lnet_missing(networks, live):
+    """The wanted interfaces LNet lacks: ``[{"net", "missing"}]`` in wanted order.
+
+    ``live`` is parse_lnetctl_net_show output; wanted nets are matched by the name lnetctl prints
+    (``tcp0`` is shown as ``tcp``). Networks and interfaces LNet has but nobody asked for are not reported.
+    """
+    out = []
+    for want in networks:
+        have = set()
+        for key in (want["net"], lnet_net_name(want["net"])):
+            for ni in live.get(key, []):
+                have.update(ni.get("interfaces") or [])
+        missing = [i for i in want["interfaces"] if i not in have]
+        if missing:
+            out.append({"net": want["net"], "missing": missing})
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ lctl params
+
+_GET_PARAM_RE = re.compile(r"^([A-Za-z0-9_][^=\s]*)=(.*)$")
+
+
+def parse_lctl_get_param(text):
+    """Parse ``lctl get_param <pattern>...`` (without ``-n``): one ``path=value`` line per device the pattern
+    matches -> ``[{"path", "value"}]`` in output order. A parameter whose value spans lines prints it on the
+    lines after ``path=``; those lines are joined to its value with newlines."""
+    result = []
+    for line in (text or "").splitlines():
+        m = _GET_PARAM_RE.match(line)
+        if m:
+            result.append({"path": m.group(1), "value": m.group(2).strip()})
+        elif result and line.strip():
+            prev = result[-1]
+            prev["value"] = (prev["value"] + "\n" + line.rstrip()) if prev["value"] else line.rstrip()
+    return result
+
+
+def lctl_value(value):
+    """A wanted parameter value as lctl prints it: booleans as 1/0, everything else as its trimmed string."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value).strip()

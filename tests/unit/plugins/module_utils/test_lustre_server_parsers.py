@@ -140,11 +140,142 @@ def test_lnet_net_name():
         ["tcp", "o2ib", "tcp1", "o2ib", "o2ib10"]
 
 
-def test_lctl_dl():
-    text = ("  0 UP osd-ldiskfs lfs-MDT0000-osd lfs-MDT0000-osd_UUID 9\n"
-            "  1 UP mgs MGS MGS 5\n"
-            " 12 UP obdfilter lfs-OST0001 lfs-OST0001_UUID 5\n")
-    dl = L.parse_lctl_dl(text)
-    expected = [(0, "osd-ldiskfs", "lfs-MDT0000-osd"), (1, "mgs", "MGS"), (12, "obdfilter", "lfs-OST0001")]
-    assert [(d["index"], d["type"], d["name"]) for d in dl] == expected
-    assert dl[0]["refcount"] == 9 and dl[2]["status"] == "UP"
+# --------------------------------------------------------------------------------------------- blkid -p -o export
+# util-linux blkid prints DEVNAME first and escapes shell specials (`blkid -p -o export` of an mkfs.ext4 -L device).
+BLKID_EXT4 = ("DEVNAME=/srv/lustre-devs/foreign\nUUID=5b1e3f0a-9a6e-4c4e-9d1c-0a6f2d3e4b5c\n"
+              "BLOCK_SIZE=1024\nLABEL=my\\ scratch\nVERSION=1.0\nTYPE=ext4\nUSAGE=filesystem\n")
+BLKID_GPT = "DEVNAME=/dev/sdc\nPTUUID=0f3c2a9e-1d2b-4c5d-8e7f-001122334455\nPTTYPE=gpt\n"
+
+
+def test_blkid_export():
+    props = L.parse_blkid_export(BLKID_EXT4)
+    assert props["TYPE"] == "ext4" and props["LABEL"] == "my scratch" and props["DEVNAME"] == "/srv/lustre-devs/foreign"
+    assert L.parse_blkid_export(BLKID_GPT)["PTTYPE"] == "gpt"
+    assert L.parse_blkid_export("") == {}
+    assert L.parse_blkid_export("blkid: error: /dev/nosuch: No such file or directory\n") == {}
+
+
+# --------------------------------------------------------------------------------------------- target decisions
+OST2 = {"device": "/dev/ost2", "type": "ost", "fsname": "testfs", "index": 2, "mgs_nids": ["10.0.0.1@o2ib"]}
+
+
+def test_target_svname():
+    assert L.target_svname({"type": "mgs"}) == "MGS"
+    assert L.target_svname({"type": "mgs_mdt", "fsname": "lfs", "index": 0}) == "lfs-MDT0000"
+    assert L.target_svname({"type": "ost", "fsname": "lfs", "index": 26}) == "lfs-OST001a"
+
+
+def test_check_targets():
+    assert L.check_targets([OST2, {"device": "/dev/mgs", "type": "mgs"}]) == []
+    problems = L.check_targets([
+        {"device": "dev/x", "type": "ost", "fsname": "waytoolongname", "index": None},
+        {"device": "/dev/y", "type": "mdt", "fsname": "fs", "index": 0, "mgs_nids": ["a@tcp"],
+         "servicenodes": ["a@tcp"], "failnodes": ["b@tcp"]},
+        dict(OST2), dict(OST2)])
+    text = "\n".join(problems)
+    for needle in ("device must be an absolute path", "fsname of 1-8", "needs an index", "needs mgs_nids",
+                   "mutually exclusive", "device already used by targets[2]"):
+        assert needle in text
+    assert len(problems) == 6
+
+
+def test_mkfs_args_never_reformat():
+    t = dict(OST2, servicenodes=["10.0.0.21@o2ib", "10.0.0.22@o2ib"], mkfs_options="-E stride=32",
+             params=["sys.timeout=40"], backfstype="ldiskfs")
+    assert L.mkfs_args(t) == ["--backfstype=ldiskfs", "--fsname=testfs", "--ost", "--index=2",
+                              "--mgsnode=10.0.0.1@o2ib", "--servicenode=10.0.0.21@o2ib",
+                              "--servicenode=10.0.0.22@o2ib", "--mkfsoptions=-E stride=32",
+                              "--param=sys.timeout=40", "/dev/ost2"]
+    assert L.mkfs_args({"device": "/dev/m", "type": "mgs"}) == ["--backfstype=ldiskfs", "--mgs", "/dev/m"]
+    assert L.mkfs_args({"device": "/dev/m", "type": "mgs_mdt", "fsname": "lfs", "index": 0})[2:4] == ["--mgs", "--mdt"]
+    assert not any("reformat" in a for a in L.mkfs_args(t))
+
+
+TUNEFS_NOT_FOUND = (19, "checking for existing Lustre data: not found\n",
+                    "\ntunefs.lustre FATAL: Device /dev/ost2 has not been formatted with mkfs.lustre\n")
+
+
+def test_classify_same_target_is_present():
+    r = L.classify_device(OST2, True, tunefs=(0, TUNEFS_OST, ""))
+    assert r["state"] == "present" and r["detail"] == "testfs-OST0002" and r["identity"]["source"] == "tunefs.lustre"
+
+
+def test_classify_other_lustre_target_is_foreign():
+    r = L.classify_device(dict(OST2, index=5), True, tunefs=(0, TUNEFS_OST, ""))
+    assert r["state"] == "foreign"
+    assert r["detail"] == ("holds Lustre target testfs-OST0002 (fsname testfs, index 2, flags 0x1002), "
+                           "not ost testfs-OST0005 of testfs")
+    mdt = {"device": "/dev/ost2", "type": "mdt", "fsname": "testfs", "index": 2, "mgs_nids": ["x@tcp"]}
+    assert L.classify_device(mdt, True, tunefs=(0, TUNEFS_OST, ""))["state"] == "foreign"  # type bits differ
+    other_fs = dict(OST2, fsname="other")
+    assert L.classify_device(other_fs, True, tunefs=(0, TUNEFS_OST, ""))["state"] == "foreign"
+
+
+def test_classify_mgs_ignores_index_and_fsname():
+    mgs_mdt = {"device": "/dev/m", "type": "mgs_mdt", "fsname": "lfs", "index": 0}
+    assert L.classify_device(mgs_mdt, True, tunefs=(0, TUNEFS_MGS_MDT_NEW, ""))["state"] == "present"
+    mgs = {"device": "/dev/m", "type": "mgs"}
+    assert L.classify_device(mgs, True, tunefs=(0, TUNEFS_MGS_MDT_NEW, ""))["state"] == "foreign"  # has MDT bit
+
+
+def test_classify_other_signature_is_foreign():
+    r = L.classify_device(OST2, True, tunefs=TUNEFS_NOT_FOUND, blkid=(0, BLKID_EXT4, ""))
+    assert r["state"] == "foreign" and r["identity"]["TYPE"] == "ext4"
+    assert r["detail"] == "holds ext4 (label my scratch), not Lustre data (expected ost testfs-OST0002 of testfs)"
+    r = L.classify_device(OST2, True, tunefs=TUNEFS_NOT_FOUND, blkid=(0, BLKID_GPT, ""))
+    assert r["detail"].startswith("holds gpt, not Lustre data")
+
+
+def test_classify_blank_missing_unknown():
+    assert L.classify_device(OST2, True, tunefs=TUNEFS_NOT_FOUND, blkid=(2, "", ""))["state"] == "blank"
+    missing = L.classify_device(OST2, False)
+    assert missing["state"] == "missing" and missing["detail"] == "does not exist (expected ost testfs-OST0002 of testfs)"
+    # blkid exit 8: ambivalent probing result (two signatures) - never formatted
+    r = L.classify_device(OST2, True, tunefs=TUNEFS_NOT_FOUND, blkid=(8, "", "ambivalent result"))
+    assert r["state"] == "unknown" and "blkid rc 8" in r["detail"] and "ambivalent" in r["detail"]
+    # blkid found nothing but tunefs "succeeded" without Lustre data: not provably blank
+    assert L.classify_device(OST2, True, tunefs=(0, "", ""), blkid=(2, "", ""))["state"] == "unknown"
+
+
+# --------------------------------------------------------------------------------------------- LNet
+def test_lnet_config_text_round_trips_through_the_parser():
+    nets = [{"net": "o2ib0", "interfaces": ["ib0", "ib1"]}, {"net": "tcp1", "interfaces": ["eth1"]}]
+    text = L.lnet_config_text(nets, "Managed by Ansible\nsecond line")
+    assert text.startswith("# Managed by Ansible\n# second line\nnet:\n    - net type: o2ib0\n")
+    assert L.parse_lnetctl_net_show(text) == {
+        "o2ib0": [{"nid": None, "status": None, "interfaces": ["ib0"]},
+                  {"nid": None, "status": None, "interfaces": ["ib1"]}],
+        "tcp1": [{"nid": None, "status": None, "interfaces": ["eth1"]}]}
+
+
+def test_lnet_missing():
+    live = L.parse_lnetctl_net_show(NET_SHOW)
+    assert L.lnet_missing([{"net": "o2ib0", "interfaces": ["ib0", "ib1"]}, {"net": "tcp0", "interfaces": ["eth1"]}],
+                          live) == []
+    assert L.lnet_missing([{"net": "o2ib0", "interfaces": ["ib0", "ib2"]}, {"net": "tcp1", "interfaces": ["eth2"]}],
+                          live) == [{"net": "o2ib0", "missing": ["ib2"]}, {"net": "tcp1", "missing": ["eth2"]}]
+    assert L.lnet_missing([{"net": "tcp0", "interfaces": ["eth0"]}], {}) == [{"net": "tcp0", "missing": ["eth0"]}]
+
+
+# --------------------------------------------------------------------------------------------- lctl get_param
+def test_lctl_get_param_devices_and_multiline_values():
+    text = ("osc.lfs-OST0000-osc-ffff8d4b3a5e1000.max_rpcs_in_flight=8\n"
+            "osc.lfs-OST0001-osc-ffff8d4b3a5e1000.max_rpcs_in_flight=32\n"
+            "obdfilter.lfs-OST0000.recovery_status=\nstatus: COMPLETE\nrecovery_start: 1700000000\n")
+    got = L.parse_lctl_get_param(text)
+    assert [g["path"] for g in got] == ["osc.lfs-OST0000-osc-ffff8d4b3a5e1000.max_rpcs_in_flight",
+                                        "osc.lfs-OST0001-osc-ffff8d4b3a5e1000.max_rpcs_in_flight",
+                                        "obdfilter.lfs-OST0000.recovery_status"]
+    assert [g["value"] for g in got[:2]] == ["8", "32"]
+    assert got[2]["value"] == "status: COMPLETE\nrecovery_start: 1700000000"
+    assert L.parse_lctl_get_param("") == []
+
+
+def test_lctl_value():
+    assert [L.lctl_value(v) for v in (True, False, 16, " 4M ", "1024")] == ["1", "0", "16", "4M", "1024"]
+
+
+def test_llog_params_deletion_record_removes_the_parameter():
+    text = ("- { index: 2, event: set_param, device: general, parameter: osc.*.max_dirty_mb, value: 1024 }\n"
+            "- { index: 3, event: set_param, device: general, parameter: osc.*.max_dirty_mb }\n")
+    assert L.parse_llog_params(text)["params"] == {}

@@ -1,0 +1,339 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: lustre_target
+short_description: Format Lustre targets (MGS, MDT, OST) safely, only on blank devices
+version_added: 1.0.0
+description:
+  - Reads the identity of every device of O(targets) before anything is written. C(tunefs.lustre --dryrun <dev>)
+    shows the Lustre target a device holds (type, fsname, index); where it finds no Lustre data,
+    C(blkid -p -o export <dev>) probes the device itself (not the blkid cache) for any other signature.
+  - Each device is then classified. B(The same target already there) is left untouched. B(Anything else) on it
+    (another Lustre target, a file system, a partition table, or a device the tools cannot identify) fails the
+    module, naming the device and its content. B(A blank device) is formatted with C(mkfs.lustre), and only when
+    O(format_ok=true).
+  - The module takes B(all the targets of the host in one call), because the safety rule is about the host
+    as a whole. ALL devices are classified before ANY is written, and if one of them is foreign or missing,
+    nothing is formatted at all. A module called once per target in a loop could format the first devices
+    before it reached the foreign one.
+  - C(--reformat) is never used. A device that already holds Lustre data is never formatted again, whatever
+    O(format_ok) says.
+  - After formatting, each device is read again with C(tunefs.lustre --dryrun). The module fails if the new
+    identity is not the requested one.
+  - The module formats only. Mounting (which starts the target and registers it with the MGS) is left to
+    M(ansible.posix.mount), in the order MGS, MDTs, OSTs.
+author:
+  - ClusterForge developers (@clusterforge)
+extends_documentation_fragment:
+  - clusterforge.gpu.attributes
+  - clusterforge.gpu.attributes.idempotent
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Reads and classifies every device, fails exactly where a real run would fail, and reports the
+        C(mkfs.lustre) commands it would run ("would format"). It writes nothing.
+  diff_mode:
+    support: full
+    details:
+      - Shows what each device holds before the run and after it (or after it would run, in check mode).
+  idempotent:
+    support: full
+options:
+  targets:
+    description:
+      - Every Lustre target of this host. Devices are classified in list order and formatted in list order.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      device:
+        description: Absolute path of the block device (or, in a test lab, a file).
+        type: str
+        required: true
+      type:
+        description: Target type. V(mgs_mdt) is a combined MGS and MDT0.
+        type: str
+        required: true
+        choices: [mgs, mgs_mdt, mdt, ost]
+      fsname:
+        description: File system name, 1 to 8 characters. Required except for V(mgs).
+        type: str
+      index:
+        description: Target index, unique per type in a file system. Required except for V(mgs).
+        type: int
+      mgs_nids:
+        description:
+          - MGS NIDs, one entry per MGS node (several NIDs of one node comma-separated). The first entry must
+            be the active MGS. Required for V(mdt) and V(ost).
+        type: list
+        elements: str
+      servicenodes:
+        description: NIDs of every server that may serve the target (HA). Mutually exclusive with O(targets[].failnodes).
+        type: list
+        elements: str
+      failnodes:
+        description: Failover NIDs (the older way). Mutually exclusive with O(targets[].servicenodes).
+        type: list
+        elements: str
+      backfstype:
+        description: Backing file system.
+        type: str
+        choices: [ldiskfs, zfs]
+        default: ldiskfs
+      mkfs_options:
+        description: Extra C(--mkfsoptions) for the backing file system.
+        type: str
+      params:
+        description: Extra C(--param key=value) settings written at format time.
+        type: list
+        elements: str
+  format_ok:
+    description:
+      - Allow C(mkfs.lustre) on blank devices. This is the one irreversible action, so it is off by default.
+      - With V(false), a blank device makes the module fail and name the devices it would format. Nothing is
+        written, in check mode or not.
+      - A device that holds anything at all is never formatted, whatever this option says.
+    type: bool
+    default: false
+  tunefs_lustre_path:
+    description: Path of C(tunefs.lustre). By default it is looked up on E(PATH) and in the sbin directories.
+    type: path
+  mkfs_lustre_path:
+    description: Path of C(mkfs.lustre). By default it is looked up on E(PATH) and in the sbin directories.
+    type: path
+  blkid_path:
+    description: Path of C(blkid). By default it is looked up on E(PATH) and in the sbin directories.
+    type: path
+notes:
+  - Needs root, because it reads raw devices and formats them.
+  - C(tunefs.lustre --dryrun) and C(blkid -p) only read. Each is run at most once per device and run. The
+    read-back after a format adds one more C(tunefs.lustre --dryrun) for each formatted device.
+  - Combined with O(format_ok=false), check mode is a safe way to see what a host's devices hold.
+seealso:
+  - module: ansible.posix.mount
+  - name: Lustre Operations Manual, Configuring a Lustre File System
+    description: mkfs.lustre for the MGS, MDTs and OSTs, and tunefs.lustre.
+    link: https://doc.lustre.org/lustre_manual.xhtml#configuringlustre
+"""
+
+EXAMPLES = r"""
+- name: Format the blank target devices of this OSS (nothing is written if any device holds something else)
+  clusterforge.gpu.lustre_target:
+    targets:
+      - device: /dev/mapper/ost0
+        type: ost
+        fsname: lfs
+        index: 0
+        mgs_nids: [10.0.0.1@o2ib]
+        servicenodes: [10.0.0.21@o2ib, 10.0.0.22@o2ib]
+      - device: /dev/mapper/ost1
+        type: ost
+        fsname: lfs
+        index: 1
+        mgs_nids: [10.0.0.1@o2ib]
+        servicenodes: [10.0.0.21@o2ib, 10.0.0.22@o2ib]
+    format_ok: true
+
+- name: Only look at what the devices hold (fails on a foreign device, never formats)
+  clusterforge.gpu.lustre_target:
+    targets:
+      - {device: /dev/sdb, type: mgs_mdt, fsname: lfs, index: 0}
+  check_mode: true
+  register: devices
+"""
+
+RETURN = r"""
+targets:
+  description: One entry per target, in the order of O(targets). Returned on failure too.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    device:
+      description: The device.
+      type: str
+    svname:
+      description: The name the target registers under (V(MGS), V(lfs-MDT0000), V(lfs-OST0001)).
+      type: str
+    type:
+      description: The requested type.
+      type: str
+    state:
+      description:
+        - What the device held before the run. V(present) means the same target; V(blank) means nothing at all.
+        - V(foreign) is another Lustre target or another signature. V(missing) means no such device, and
+          V(unknown) means the tools could not say.
+      type: str
+      sample: blank
+    action:
+      description: V(format) (done, or would be done in check mode), V(none), or V(refuse) (the reason the module failed).
+      type: str
+      sample: format
+    detail:
+      description: What was found, in words (the failure message repeats it for refused devices).
+      type: str
+      sample: holds ext4 (label scratch), not Lustre data (expected ost lfs-OST0002 of lfs)
+    identity:
+      description:
+        - What the tools read, or null for a blank or missing device. For Lustre data this is the parsed
+          C(tunefs.lustre) values (target, index, fsname, flags, types, params...). For another signature it
+          is the C(blkid) properties (TYPE, LABEL, UUID...).
+        - For a device formatted by this run, the values read back after C(mkfs.lustre) (null in check mode).
+      type: dict
+  sample:
+    - {device: /dev/mapper/ost0, svname: lfs-OST0000, type: ost, state: blank, action: format, detail: ost lfs-OST0000 of lfs,
+       identity: null}
+cmd:
+  description: The C(mkfs.lustre) commands that were run (or would run, in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: ["/usr/sbin/mkfs.lustre --backfstype=ldiskfs --fsname=lfs --ost --index=0 --mgsnode=10.0.0.1@o2ib /dev/mapper/ost0"]
+msg:
+  description: A summary ("would format ...", "formatted ...", or "all targets are present").
+  returned: always
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
+from ansible_collections.clusterforge.gpu.plugins.module_utils.lustre import (
+    TARGET_TYPES,
+    check_targets,
+    classify_device,
+    mkfs_args,
+    target_svname,
+)
+
+REFUSED = ("foreign", "missing", "unknown")
+
+
+def read_device(module, tunefs, blkid, target):
+    """Classify one device: tunefs.lustre --dryrun, and blkid -p only when tunefs found no Lustre data."""
+    device = target["device"]
+    if not os.path.exists(device):
+        return classify_device(target, False)
+    tu = tunefs.run(["--dryrun", device], check_rc=False)
+    first = classify_device(target, True, tunefs=tu, blkid=(None, "", ""))
+    if first["identity"] and first["identity"].get("source") == "tunefs.lustre":
+        return first
+    bl = blkid.run(["-p", "-o", "export", device], check_rc=False)
+    return classify_device(target, True, tunefs=tu, blkid=bl)
+
+
+def describe(entry):
+    return {"state": entry["state"], "detail": entry["detail"]}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            targets=dict(type="list", elements="dict", required=True, options=dict(
+                device=dict(type="str", required=True),
+                type=dict(type="str", required=True, choices=list(TARGET_TYPES)),
+                fsname=dict(type="str"),
+                index=dict(type="int"),
+                mgs_nids=dict(type="list", elements="str"),
+                servicenodes=dict(type="list", elements="str"),
+                failnodes=dict(type="list", elements="str"),
+                backfstype=dict(type="str", choices=["ldiskfs", "zfs"], default="ldiskfs"),
+                mkfs_options=dict(type="str"),
+                params=dict(type="list", elements="str"),
+            )),
+            format_ok=dict(type="bool", default=False),
+            tunefs_lustre_path=dict(type="path"),
+            mkfs_lustre_path=dict(type="path"),
+            blkid_path=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    targets = p["targets"]
+
+    # Bad input fails before any device is read.
+    problems = check_targets(targets)
+    if problems:
+        module.fail_json(msg="invalid targets: %s" % "; ".join(problems), changed=False, targets=[], cmd=[])
+
+    tunefs = ToolRunner(module, "tunefs.lustre", p["tunefs_lustre_path"], option="tunefs_lustre_path")
+    blkid = ToolRunner(module, "blkid", p["blkid_path"], option="blkid_path")
+
+    # 1. Read and classify EVERY device before anything is written.
+    entries = []
+    for t in targets:
+        found = read_device(module, tunefs, blkid, t)
+        entries.append({"device": t["device"], "svname": target_svname(t), "type": t["type"],
+                        "state": found["state"], "action": "none", "detail": found["detail"],
+                        "identity": found["identity"]})
+
+    refused = [e for e in entries if e["state"] in REFUSED]
+    for e in refused:
+        e["action"] = "refuse"
+    blank = [(t, e) for t, e in zip(targets, entries) if e["state"] == "blank"]
+
+    # 2. One foreign, missing or unidentified device stops everything: nothing has been written.
+    if refused:
+        module.fail_json(
+            msg="refusing to touch these devices, nothing was formatted: %s. Fix the target list, or wipe the "
+                "device yourself if its content is really unwanted."
+                % "; ".join("%s %s" % (e["device"], e["detail"]) for e in refused),
+            changed=False, targets=entries, cmd=[])
+
+    # 3. Blank devices are formatted only with format_ok.
+    if blank and not p["format_ok"]:
+        module.fail_json(
+            msg="%s would be formatted with mkfs.lustre (%s). Formatting is irreversible: set format_ok=true "
+                "(lustre_server_format_ok in the lustre_server role) for this run to allow it."
+                % (", ".join(e["device"] for _t, e in blank), ", ".join(e["detail"] for _t, e in blank)),
+            changed=False, targets=entries, cmd=[])
+
+    before = dict((e["device"], describe(e)) for e in entries)
+    cmds = []
+    if blank:
+        # Found only now: a host whose targets are all present never needs mkfs.lustre.
+        mkfs = ToolRunner(module, "mkfs.lustre", p["mkfs_lustre_path"], option="mkfs_lustre_path",
+                          required=not module.check_mode)
+        mkfs_bin = mkfs.bin or "mkfs.lustre"
+        for t, e in blank:
+            args = mkfs_args(t)
+            cmds.append(quote([mkfs_bin] + args))
+            e["action"] = "format"
+            if module.check_mode:
+                continue
+            mkfs.run(args, what="mkfs.lustre %s" % t["device"])
+            again = read_device(module, tunefs, blkid, t)
+            if again["state"] != "present":
+                module.fail_json(msg="mkfs.lustre ran on %s but the device does not hold %s now: %s"
+                                     % (t["device"], e["svname"], again["detail"]),
+                                 changed=True, targets=entries, cmd=cmds)
+            e["identity"] = again["identity"]
+
+    formatted = [e for e in entries if e["action"] == "format"]
+    if formatted:
+        what = ", ".join("%s (%s)" % (e["device"], e["svname"]) for e in formatted)
+        msg = ("would format " if module.check_mode else "formatted ") + what
+    else:
+        msg = "all %d targets are present" % len(entries)
+    result = dict(changed=bool(formatted), targets=entries, cmd=cmds, msg=msg)
+    if module._diff:
+        # a present target's detail is its name (what tunefs.lustre shows once it has registered)
+        after = dict((e["device"], {"state": "present", "detail": e["svname"]} if e["action"] == "format"
+                      else describe(e)) for e in entries)
+        result["diff"] = dict(before=before, after=after, before_header="target devices (read before any write)",
+                              after_header="target devices")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

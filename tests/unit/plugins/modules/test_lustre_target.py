@@ -1,0 +1,232 @@
+"""lustre_target module tests: scripted tunefs.lustre / blkid / mkfs.lustre in the real output formats.
+
+The fake devices are files under tmp_path (the module checks that a device exists); what each "holds" is kept in
+FakeTools, and mkfs.lustre changes it, so read-back and idempotence are tested like on a host.
+"""
+
+import pytest
+
+from cf_module_helper import Tool, run_module
+
+from ansible_collections.clusterforge.gpu.plugins.modules import lustre_target
+
+# print_ldd() of lustre/utils/mkfs_lustre.c, as tunefs.lustre --dryrun prints it
+TUNEFS_FOUND = """checking for existing Lustre data: found
+Reading CONFIGS/mountdata
+
+   Read previous values:
+Target:     {target}
+Index:      {index}
+Lustre FS:  {fsname}
+Mount type: ldiskfs
+Flags:      {flags:#x}
+              ({words})
+Persistent mount opts: ,errors=remount-ro
+Parameters: mgsnode=10.0.0.1@tcp
+
+exiting before disk write.
+"""
+NOT_FORMATTED = ("checking for existing Lustre data: not found\n",
+                 "\ntunefs.lustre FATAL: Device {dev} has not been formatted with mkfs.lustre\n"
+                 "tunefs.lustre: exiting with 19 (No such device)\n")
+EXT4 = "DEVNAME={dev}\nUUID=0c3e6f1a-5d0b-4a63-9a43-3f0e0d5e2b11\nBLOCK_SIZE=1024\nLABEL=scratch\nTYPE=ext4\n"
+FLAGS = {"ost": (0x2, "OST "), "mdt": (0x1, "MDT "), "mgs": (0x4, "MGS "), "mgs_mdt": (0x5, "MDT MGS ")}
+
+
+class FakeTools(object):
+    """Device contents: None (blank), ("ext4",) or a dict identity {type, fsname, index}."""
+
+    def __init__(self, contents, mkfs_rc=0, mkfs_writes=True):
+        self.contents = dict(contents)
+        self.mkfs_rc = mkfs_rc
+        self.mkfs_writes = mkfs_writes
+
+    def __call__(self, argv, data):
+        tool, dev = argv[0].rsplit("/", 1)[1], argv[-1]
+        held = self.contents.get(dev)
+        if tool == "tunefs.lustre":
+            assert argv[1:-1] == ["--dryrun"]
+            if isinstance(held, dict):
+                flags, words = FLAGS[held["type"]]
+                name = "MGS" if held["type"] == "mgs" else "%s-%s%04x" % (
+                    held["fsname"], "OST" if held["type"] == "ost" else "MDT", held["index"])
+                return 0, TUNEFS_FOUND.format(target=name, index=held.get("index", "unassigned"),
+                                              fsname=held.get("fsname", ""), flags=flags, words=words), ""
+            return 19, NOT_FORMATTED[0], NOT_FORMATTED[1].format(dev=dev)
+        if tool == "blkid":
+            assert argv[1:-1] == ["-p", "-o", "export"]
+            if held == ("ext4",):
+                return 0, EXT4.format(dev=dev), ""
+            return 2, "", ""
+        if tool == "mkfs.lustre":
+            assert "--reformat" not in argv
+            if self.mkfs_rc:
+                return self.mkfs_rc, "", "mkfs.lustre FATAL: something went wrong\n"
+            if self.mkfs_writes:
+                opts = dict(a[2:].split("=", 1) for a in argv[1:-1] if "=" in a)
+                kind = "mgs_mdt" if "--mgs" in argv and "--mdt" in argv else \
+                    next(k for k in ("mgs", "mdt", "ost") if "--" + k in argv)
+                self.contents[dev] = {"type": kind, "fsname": opts.get("fsname", ""),
+                                      "index": int(opts.get("index", 0))}
+            return 0, "Writing CONFIGS/mountdata\n", ""
+        raise AssertionError(argv)
+
+
+@pytest.fixture
+def devs(tmp_path):
+    paths = {}
+    for name in ("mdt0", "ost0", "ost1", "foreign"):
+        p = tmp_path / name
+        p.write_bytes(b"")
+        paths[name] = str(p)
+    return paths
+
+
+def targets(devs):
+    return [{"device": devs["mdt0"], "type": "mgs_mdt", "fsname": "cflab", "index": 0},
+            {"device": devs["ost0"], "type": "ost", "fsname": "cflab", "index": 0, "mgs_nids": ["10.0.0.1@tcp"]},
+            {"device": devs["ost1"], "type": "ost", "fsname": "cflab", "index": 1, "mgs_nids": ["10.0.0.1@tcp"]}]
+
+
+def run(args, fake, **kw):
+    tool = Tool(fake)
+    return run_module(lustre_target, args, tool, **kw), tool
+
+
+def present(devs):
+    return {devs["mdt0"]: {"type": "mgs_mdt", "fsname": "cflab", "index": 0},
+            devs["ost0"]: {"type": "ost", "fsname": "cflab", "index": 0},
+            devs["ost1"]: {"type": "ost", "fsname": "cflab", "index": 1}}
+
+
+def test_blank_devices_formatted_with_format_ok_then_idempotent(devs):
+    fake = FakeTools({})
+    result, tool = run({"targets": targets(devs), "format_ok": True}, fake)
+    assert result["changed"] is True and "failed" not in result, result
+    assert [t["state"] for t in result["targets"]] == ["blank"] * 3
+    assert [t["action"] for t in result["targets"]] == ["format"] * 3
+    assert tool.count("mkfs.lustre") == 3
+    assert result["cmd"][1] == ("/usr/bin/mkfs.lustre --backfstype=ldiskfs --fsname=cflab --ost --index=0 "
+                                "--mgsnode=10.0.0.1@tcp %s" % devs["ost0"])
+    # every device read before the first write
+    first_mkfs = next(i for i, c in enumerate(tool.calls) if c[0].endswith("mkfs.lustre"))
+    assert tool.count("tunefs.lustre") - 3 == 3 and first_mkfs == 6  # 3 tunefs + 3 blkid, then writes
+    assert result["targets"][1]["identity"]["target"] == "cflab-OST0000"  # read back
+    assert result["msg"].startswith("formatted ")
+    again, tool2 = run({"targets": targets(devs), "format_ok": True}, fake)
+    assert again["changed"] is False and [t["state"] for t in again["targets"]] == ["present"] * 3
+    assert tool2.count("mkfs.lustre") == 0 and tool2.count("blkid") == 0 and tool2.count("tunefs.lustre") == 3
+
+
+def test_present_targets_untouched(devs):
+    result, tool = run({"targets": targets(devs)}, FakeTools(present(devs)))
+    assert result["changed"] is False and result["cmd"] == [] and result["msg"] == "all 3 targets are present"
+    assert [t["action"] for t in result["targets"]] == ["none"] * 3
+    assert result["targets"][0]["svname"] == "cflab-MDT0000"
+
+
+def test_blank_without_format_ok_fails_and_writes_nothing(devs):
+    contents = present(devs)
+    del contents[devs["ost1"]]
+    for check_mode in (False, True):
+        result, tool = run({"targets": targets(devs)}, FakeTools(contents), check_mode=check_mode)
+        assert result["failed"] is True and result["changed"] is False
+        assert "%s would be formatted with mkfs.lustre (ost cflab-OST0001 of cflab)" % devs["ost1"] in result["msg"]
+        assert "format_ok=true" in result["msg"]
+        assert tool.count("mkfs.lustre") == 0
+
+
+def test_check_mode_would_format_and_diff(devs):
+    contents = present(devs)
+    del contents[devs["ost1"]]
+    fake = FakeTools(contents)
+    result, tool = run({"targets": targets(devs), "format_ok": True}, fake, check_mode=True, diff=True)
+    assert result["changed"] is True and tool.count("mkfs.lustre") == 0
+    assert result["msg"] == "would format %s (cflab-OST0001)" % devs["ost1"]
+    assert result["cmd"] == ["/usr/bin/mkfs.lustre --backfstype=ldiskfs --fsname=cflab --ost --index=1 "
+                             "--mgsnode=10.0.0.1@tcp %s" % devs["ost1"]]
+    assert result["diff"]["before"][devs["ost1"]]["state"] == "blank"
+    assert result["diff"]["after"][devs["ost1"]] == {"state": "present", "detail": "cflab-OST0001"}
+    assert result["diff"]["before"][devs["ost0"]] == result["diff"]["after"][devs["ost0"]]
+    assert devs["ost1"] not in fake.contents
+
+
+def test_diff_only_in_diff_mode(devs):
+    result, _tool = run({"targets": targets(devs)}, FakeTools(present(devs)))
+    assert "diff" not in result
+
+
+def test_one_foreign_device_stops_everything(devs):
+    """A blank device is not formatted when another device of the host is foreign (classify ALL first)."""
+    tg = targets(devs) + [{"device": devs["foreign"], "type": "ost", "fsname": "cflab", "index": 2,
+                           "mgs_nids": ["10.0.0.1@tcp"]}]
+    contents = {devs["foreign"]: ("ext4",), devs["ost1"]: {"type": "ost", "fsname": "cflab", "index": 1}}
+    tg[2]["index"] = 5  # ost1 holds OST0001, the list asks for OST0005
+    result, tool = run({"targets": tg, "format_ok": True}, FakeTools(contents))
+    assert result["failed"] is True and result["changed"] is False and tool.count("mkfs.lustre") == 0
+    msg = result["msg"]
+    assert msg.startswith("refusing to touch these devices, nothing was formatted: ")
+    assert "%s holds ext4 (label scratch), not Lustre data (expected ost cflab-OST0002 of cflab)" % devs["foreign"] in msg
+    assert ("%s holds Lustre target cflab-OST0001 (fsname cflab, index 1, flags 0x2), not ost cflab-OST0005"
+            % devs["ost1"]) in msg
+    states = dict((t["device"], (t["state"], t["action"])) for t in result["targets"])
+    assert states[devs["foreign"]] == ("foreign", "refuse") and states[devs["mdt0"]] == ("blank", "none")
+    assert result["targets"][3]["identity"]["LABEL"] == "scratch"
+
+
+def test_missing_device_refused(devs, tmp_path):
+    tg = [{"device": str(tmp_path / "nosuch"), "type": "mgs"}]
+    result, tool = run({"targets": tg, "format_ok": True}, FakeTools({}))
+    assert result["failed"] is True and "does not exist (expected mgs MGS)" in result["msg"]
+    assert tool.calls == []
+
+
+def test_unidentifiable_device_refused(devs):
+    def handler(argv, data):
+        if argv[0].endswith("blkid"):
+            return 8, "", "blkid: ambivalent result (probably more filesystems on the device)\n"
+        return FakeTools({})(argv, data)
+    result, tool = run({"targets": targets(devs)[:1], "format_ok": True}, handler)
+    assert result["failed"] is True and "could not be identified (tunefs.lustre rc 19, blkid rc 8" in result["msg"]
+    assert tool.count("mkfs.lustre") == 0
+
+
+@pytest.mark.parametrize("bad, needle", [
+    ({"device": "relative/path", "type": "mgs"}, "absolute path"),
+    ({"device": "/dev/x", "type": "ost", "fsname": "cflab", "index": 0}, "needs mgs_nids"),
+    ({"device": "/dev/x", "type": "mdt", "fsname": "ninechars", "index": 0, "mgs_nids": ["a@tcp"]}, "fsname of 1-8"),
+    ({"device": "/dev/x", "type": "mdt", "fsname": "fs", "mgs_nids": ["a@tcp"]}, "needs an index"),
+    ({"device": "/dev/x", "type": "mgs", "servicenodes": ["a@tcp"], "failnodes": ["b@tcp"]}, "mutually exclusive"),
+])
+def test_bad_input_fails_before_any_command(bad, needle):
+    result, tool = run({"targets": [bad], "format_ok": True}, FakeTools({}))
+    assert result["failed"] is True and needle in result["msg"] and tool.calls == []
+
+
+def test_bad_type_rejected_by_argument_spec():
+    result, tool = run({"targets": [{"device": "/dev/x", "type": "raid"}]}, FakeTools({}))
+    assert result["failed"] is True and "raid" in result["msg"] and tool.calls == []
+
+
+def test_same_device_twice_fails(devs):
+    tg = targets(devs)
+    tg[2]["device"] = tg[1]["device"]
+    result, tool = run({"targets": tg, "format_ok": True}, FakeTools({}))
+    assert result["failed"] is True and "device already used by targets[1]" in result["msg"] and tool.calls == []
+
+
+def test_mkfs_failure_reports_command(devs):
+    result, _tool = run({"targets": targets(devs)[:1], "format_ok": True}, FakeTools({}, mkfs_rc=22))
+    assert result["failed"] is True and result["rc"] == 22 and "something went wrong" in result["msg"]
+    assert "mkfs.lustre" in result["cmd"]
+
+
+def test_format_that_does_not_stick_fails(devs):
+    result, _tool = run({"targets": targets(devs)[:1], "format_ok": True}, FakeTools({}, mkfs_writes=False))
+    assert result["failed"] is True and result["changed"] is True and "does not hold cflab-MDT0000" in result["msg"]
+
+
+def test_mkfs_not_needed_when_everything_is_present(devs):
+    tool = Tool(FakeTools(present(devs)), missing=("mkfs.lustre",))
+    result = run_module(lustre_target, {"targets": targets(devs)}, tool)
+    assert result["changed"] is False and "failed" not in result
