@@ -193,6 +193,14 @@ sriov_in_use:
   returned: always
   type: bool
   sample: false
+nvswitches:
+  description:
+    - BDFs of the NVIDIA NVSwitches (vendor C(10de), class C(0680) bridge), which need Fabric Manager; read from the
+      same C(lspci) output, so they are found before any NVIDIA driver is installed.
+  returned: always
+  type: list
+  elements: str
+  sample: ["0000:05:00.0", "0000:06:00.0"]
 access_denied:
   description: Whether lspci printed C(<access denied>) (not run as root); the ACS data is then incomplete.
   returned: always
@@ -252,7 +260,7 @@ def main():
         ),
         supports_check_mode=True,
     )
-    lspci = ToolRunner(module, "lspci", module.params["lspci_path"])
+    lspci = ToolRunner(module, "lspci", module.params["lspci_path"], option="lspci_path")
     devices, cmd = gather(lspci)
     denied = any(d["access_denied"] for d in devices)
     if denied:
@@ -276,6 +284,8 @@ def main():
         sriov=sriov,
         sriov_in_use=sriov["vfs_in_use"] > 0,
         access_denied=denied,
+        nvswitches=[d["bdf"] for d in devices
+                    if d.get("bdf") and d.get("vendor_id") == pci.NVIDIA_VENDOR and d.get("class_code") == "0680"],
         cmd=cmd,
     )
 

@@ -101,6 +101,11 @@ nodes:
     available:
       description: The node can take new jobs (responding and neither drained nor failed, not in maintenance).
       type: bool
+    registered:
+      description:
+        - slurmd has registered with slurmctld and answers it (state not UNKNOWN, not INVAL, neither the
+          NOT_RESPONDING nor the INVALID_REG flag); what a node must be after slurmd starts.
+      type: bool
     reason:
       description: The reason text, without Slurm's C([user@time]) tag; null when none.
       type: str
@@ -195,6 +200,8 @@ def describe(node, prefix):
         "name": node["NodeName"], "state": node.get("State", ""), "base": info["base"], "flags": info["flags"],
         "drain": info["drain"], "drained": info["drained"], "draining": info["draining"],
         "responding": responding, "available": available,
+        "registered": (not info["not_responding"] and info["base"] not in ("UNKNOWN", "INVAL")
+                       and "INVALID_REG" not in info["flags"]),
         "reason": reason, "reason_user": user, "reason_time": when,
         "ours": bool(info["drain"] and reason and reason.startswith(prefix)),
         "gres": node.get("Gres"), "gpus": gpus, "cpus_allocated": _int(node.get("CPUAlloc")),
@@ -228,7 +235,7 @@ def main():
     )
     params = module.params
     names = unique_names(module, params["nodes"]) if params["nodes"] else None
-    scontrol = ToolRunner(module, "scontrol", params["scontrol_path"])
+    scontrol = ToolRunner(module, "scontrol", params["scontrol_path"], option="scontrol_path")
     records, read_cmd = read_nodes(module, scontrol, names)
     try:
         entries = [describe(r, params["reason_prefix"]) for r in records]

@@ -493,11 +493,8 @@ def _rule_controller_paths(ctx):
             ("slurm_controller_prolog_dir", "slurm.conf's Prolog line", True),
             ("slurm_controller_epilog_dir", "slurm.conf's Epilog line", True),
             ("slurm_controller_reboot_program", "slurm.conf's RebootProgram line", False),
-            ("slurm_controller_secrets_dir", "the controller's secrets directory", True),
-            ("slurm_controller_nvidia_smi_path", "the command the controller runs on each node", False)):
+            ("slurm_controller_secrets_dir", "the controller's secrets directory", True)):
         value = ctx.ctl_value(name)
-        if value is None and name == "slurm_controller_nvidia_smi_path":
-            continue
         problem = _path_problem(value, what, directory)
         if problem:
             ctx.add(ctx.ctl, name, problem)

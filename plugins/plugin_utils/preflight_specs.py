@@ -467,6 +467,8 @@ RETIRED = {
                               "on every node of its hosts; use --limit or --tags for a targeted run)",
     "cluster_converged_extra_probes": "the converged-node cache was removed (every complete run of site.yml runs "
                                       "every role, RoCE QoS included)",
+    "slurm_controller_nvidia_smi_path": "each GPU node now describes itself for slurm.conf (slurm_compute's facts "
+                                        "play); set slurm_compute_nvidia_smi_path instead",
 }
 
 

@@ -90,3 +90,21 @@ def test_preflight_knows_the_hosts_of_every_role_play():
             name = (role["role"] if isinstance(role, dict) else role).split(".")[-1]
             groups = [g for g in play["hosts"].split(":") if g]
             assert tuple(groups) == ROLE_HOSTS[name], (name, play["hosts"], ROLE_HOSTS[name])
+
+
+def test_gpu_nodes_describe_themselves_in_parallel_right_before_the_controller():
+    """The controller's node lines come from a play on the GPU nodes (parallel), not a serial delegated loop."""
+    plays = _stages()[1]
+    names = [p.get("name", "") for p in plays]
+    facts = [i for i, n in enumerate(names) if n.startswith("Slurm node facts")]
+    assert len(facts) == 1, names
+    play = plays[facts[0]]
+    following = plays[facts[0] + 1]
+    assert [r["role"] for r in following.get("roles", [])] == ["clusterforge.gpu.slurm_controller"]
+    assert play["hosts"] == "gpu_nodes" and play["gather_facts"] is False and "roles" not in play
+    assert {"role::slurm_controller", "role::slurm_compute"} <= set(play["tags"])
+    assert "serial" not in play
+    (task,) = play["tasks"]
+    assert task["ansible.builtin.import_role"] == {"name": "clusterforge.gpu.slurm_compute", "tasks_from": "facts"}
+    nodes = open(os.path.join(ROOT, "roles", "slurm_controller", "tasks", "nodes.yml")).read()
+    assert "delegate_to" not in nodes

@@ -86,3 +86,15 @@ def test_ownership_follows_the_prefix():
     assert "gpu03" in result["summary"]["unavailable_nodes"]
     result, _tool = run()
     assert [n["name"] for n in result["nodes"] if n["ours"]] == ["gpu03"]
+
+
+def test_registered_means_slurmd_answered_with_a_valid_registration():
+    CLUSTER["gpu06"] = ("UNKNOWN", 0, "gpu:h100:8", "gpu", None)
+    CLUSTER["gpu07"] = ("IDLE+NOT_RESPONDING", 0, "gpu:h100:8", "gpu", None)
+    try:
+        result, _tool = run(nodes="gpu[01-07]")
+    finally:
+        del CLUSTER["gpu06"], CLUSTER["gpu07"]
+    registered = [n["name"] for n in result["nodes"] if n["registered"]]
+    # A drained node has registered; DOWN+NOT_RESPONDING, INVALID_REG, UNKNOWN and NOT_RESPONDING have not.
+    assert registered == ["gpu01", "gpu02", "gpu03"]

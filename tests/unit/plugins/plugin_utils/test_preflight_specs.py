@@ -346,6 +346,9 @@ def test_a_retired_variable_is_named_as_such_not_as_a_typo():
     assert len(found) == 1
     assert "cluster_converged_skip" in found[0] and "no longer read: the converged-node cache was removed" in found[0]
     assert "did you mean" not in found[0]
+    found = warnings(head01={"slurm_controller_nvidia_smi_path": "/usr/bin/nvidia-smi"})
+    assert len(found) == 1 and "no longer read: each GPU node now describes itself" in found[0], found
+    assert "set slurm_compute_nvidia_smi_path instead" in found[0]
 
 
 def test_a_variable_another_role_defines_is_not_flagged():
