@@ -1,7 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Pure parsers for InfiniBand tools: ``ibstat``, ``ibstatus``, ``iblinkinfo`` and ``ibdiagnet`` (2.x and 1.x).
+"""Pure parsers for InfiniBand tools: ``ibstat``, ``ibstatus`` and ``ibdiagnet`` (2.x and 1.x).
+
+The ``iblinkinfo`` parser, which no plugin uses, is test-only: tests/formats/infiniband.py.
 
 Stdlib only, no Ansible import. Indentation may be TABs (what the tools print) or spaces (what pasted
 copies show); trailing spaces are ignored; unknown lines are skipped.
@@ -25,7 +27,6 @@ RATES = {
     "ndr": (100, 400),
     "xdr": (200, 800),
 }
-WIDTHS = {"1x": 1, "2x": 2, "4x": 4, "8x": 8, "12x": 12}
 
 # sysfs and ibstatus print "<n>: <NAME>"; ibstat prints the names below. Normalise to ibstat's words.
 PORT_STATES = {"0": "Nop", "1": "Down", "2": "Initializing", "3": "Armed", "4": "Active", "5": "ActiveDefer"}
@@ -44,13 +45,6 @@ def lane_speed_for_rate(name):
     """``ndr`` -> 100: the per-lane speed for ``ibdiagnet --ls`` (edr 25, hdr 50, ndr 100, xdr 200)."""
     value = _lane(name)[0]
     return int(value) if float(value).is_integer() else value
-
-
-def link_rate_gbps(name, width="4x"):
-    """``ndr`` -> 400: the link rate in Gb/s at ``width`` (default 4x)."""
-    lanes = WIDTHS[str(width).lower()] if not isinstance(width, int) else width
-    total = _lane(name)[0] * lanes
-    return int(total) if float(total).is_integer() else total
 
 
 def _number(text):
@@ -188,47 +182,6 @@ def parse_ibstatus(text):
         elif key == "default gid":
             port["default_gid"] = value
     return ports
-
-
-_LINK_RE = re.compile(
-    r"^\s*(?:(?P<guid>0x[0-9a-f]+)\s+)?(?P<lid>\d+)\s+(?P<port>\d+)\[\s*\]\s+==\(\s*"
-    r"(?:(?P<width>\d+X)\s+(?P<speed>[\d.]+)\s+Gbps\s+)?(?P<state>\w+)/\s*(?P<phys>\w+)\s*\)==>\s*"
-    r"(?:(?P<plid>\d+)\s+(?P<pport>\d+))?\[\s*\]\s+\"(?P<peer>[^\"]*)\"")
-
-
-def parse_iblinkinfo(text):
-    """``iblinkinfo`` -> list of links: {``node_type`` CA|Switch, ``node``, ``lid``, ``port``, ``width``,
-    ``lane_gbps``, ``rate_gbps`` (width x lane speed), ``state``, ``physical_state``, ``peer_lid``, ``peer_port``,
-    ``peer``}. Ports that are down have width/speed None."""
-    links = []
-    node_type = node = None
-    for raw in (text or "").splitlines():
-        line = raw.rstrip()
-        m = re.match(r"^(CA|Switch):\s+(.*?):?$", line)
-        if m:
-            node_type = m.group(1)
-            node = m.group(2)
-            if node_type == "Switch":
-                node = re.sub(r"^0x[0-9a-f]+\s+", "", node)
-            continue
-        m = _LINK_RE.match(line)
-        if not m or node_type is None:
-            continue
-        width = m.group("width")
-        lane = float(m.group("speed")) if m.group("speed") else None
-        rate = None
-        if width and lane is not None:
-            rate = round(int(width[:-1]) * lane, 2)
-            rate = int(rate) if float(rate).is_integer() else rate
-        links.append({
-            "node_type": node_type, "node": node, "lid": int(m.group("lid")), "port": int(m.group("port")),
-            "width": width, "lane_gbps": lane, "rate_gbps": rate, "state": m.group("state"),
-            "physical_state": m.group("phys"),
-            "peer_lid": int(m.group("plid")) if m.group("plid") else None,
-            "peer_port": int(m.group("pport")) if m.group("pport") else None,
-            "peer": m.group("peer") or None,
-        })
-    return links
 
 
 _SEPARATOR_RE = re.compile(r"^-{20,}$")

@@ -229,17 +229,6 @@ def parse_lspci_vvv(text):
     return devices
 
 
-def parse_lspci_acs(text):
-    """ACS view of ``lspci -vvv`` output: one dict per device (or per headerless ``ACSCtl`` line).
-
-    Each: ``bdf`` (None in grep excerpts), ``description``, ``is_bridge``, ``acs_capable``, ``acs_enabled``
-    (any ACSCtl flag set, i.e. the control register is not 0000), ``acs_cap`` and ``acs_ctl`` ({flag: bool}),
-    plus ``acs_ctl_value`` (the register as setpci prints it, e.g. ``001d``; None without ACS).
-    """
-    keys = ("bdf", "description", "is_bridge", "acs_capable", "acs_enabled", "acs_cap", "acs_ctl", "acs_ctl_value")
-    return [dict((k, d[k]) for k in keys) for d in parse_lspci_vvv(text)]
-
-
 def device_kind(dev):
     """``gpu`` (NVIDIA display/3D), ``nic`` (Mellanox network/IB, or any InfiniBand controller) or None."""
     code = dev.get("class_code") or ""

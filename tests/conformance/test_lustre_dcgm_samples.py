@@ -11,6 +11,10 @@ from conftest import SAMPLES
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import dcgm as D
 from ansible_collections.clusterforge.gpu.plugins.module_utils import lustre as L
+from ansible_collections.clusterforge.gpu.tests.formats.dcgm import parse_discovery, parse_health, parse_nvlink_status
+from ansible_collections.clusterforge.gpu.tests.formats.lustre import (
+    parse_getdirstripe, parse_getstripe_text, parse_lfs_df,
+)
 
 pytestmark = pytest.mark.conformance
 
@@ -83,11 +87,11 @@ def test_lfs_sample(name):
     kind, want = LFS[name]
     text = read("lfs", name)
     if kind == "dirstripe":
-        assert L.parse_getdirstripe(text) == want
+        assert parse_getdirstripe(text) == want
         return
     if kind == "df":
         fsname, mdts, osts, total, used = want
-        df = L.parse_lfs_df(text)
+        df = parse_lfs_df(text)
         types = [t["type"] for t in df["targets"]]
         assert (types.count("MDT"), types.count("OST")) == (mdts, osts)
         assert set(t["fsname"] for t in df["targets"]) == {fsname}
@@ -95,7 +99,7 @@ def test_lfs_sample(name):
         assert (summary["total"], summary["used"]) == (total, used)
         assert sum(t["total"] for t in df["targets"] if t["type"] == "OST") == total
         return
-    layout = (L.parse_getstripe_yaml if kind == "yaml" else L.parse_getstripe_text)(text)
+    layout = (L.parse_getstripe_yaml if kind == "yaml" else parse_getstripe_text)(text)
     got = [(c["extent_start"], c["extent_end"], c["stripe_count"], c["stripe_size"], c["pattern"], c["pool"])
            for c in layout["components"]]
     assert got == want
@@ -122,19 +126,19 @@ def test_dcgmi_sample(name):
             assert test["result"] in D.RESULTS
     elif kind == "discovery":
         gpus, first, switches = want
-        disc = D.parse_discovery(text)
+        disc = parse_discovery(text)
         assert disc["gpu_count"] == gpus == len(disc["gpus"])
         assert disc["gpus"][0]["name"] == first
         assert disc["nvswitch_count"] == switches == len(disc["nvswitches"])
         assert all(g["uuid"].startswith("GPU-") and g["pci_bus_id"] for g in disc["gpus"])
     elif kind == "health":
         overall, incidents = want
-        health = D.parse_health(text)
+        health = parse_health(text)
         assert health["overall"] == overall
         assert [(i["id"], i["system"], i["health"]) for i in health["incidents"]] == incidents
     elif kind == "nvlink":
         gpus, up, slots = want
-        status = D.parse_nvlink_status(text)
+        status = parse_nvlink_status(text)
         assert len(status["gpus"]) == gpus
         assert all(links.count("up") == up and len(links) == slots for links in status["gpus"].values())
 

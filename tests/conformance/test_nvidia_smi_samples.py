@@ -10,6 +10,7 @@ import os
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.clusterforge.gpu.tests.formats.nvidia_smi import parse_list, parse_q_text
 
 try:
     from conftest import SAMPLES
@@ -86,11 +87,11 @@ def _list(count, name):
 NVIDIA_SMI = {
     "q-x-tesla-p100-pcie-v11-netdata.xml.txt": (smi.parse_xml, _xml_p100),
     "q-x-2x-rtx-a5000-v13-drv590-telegraf.xml.txt": (smi.parse_xml, _xml_a5000),
-    "q-text-h100-sxm5-della-1gpu.txt": (smi.parse_q_text, _text_della_560),
-    "q-text-h100-sxm5-della-pli-drv545.txt": (smi.parse_q_text, _text_della_545),
-    "q-d-page-retirement-8gpu-azure-hpchc.txt": (smi.parse_q_text, _text_azure_retirement),
-    "L-2x-a100-pcie-40gb-insights.txt": (smi.parse_list, _list(2, "NVIDIA A100-PCIE-40GB")),
-    "L-8x-quadro-rtx8000-insights.txt": (smi.parse_list, _list(8, "Quadro RTX 8000")),
+    "q-text-h100-sxm5-della-1gpu.txt": (parse_q_text, _text_della_560),
+    "q-text-h100-sxm5-della-pli-drv545.txt": (parse_q_text, _text_della_545),
+    "q-d-page-retirement-8gpu-azure-hpchc.txt": (parse_q_text, _text_azure_retirement),
+    "L-2x-a100-pcie-40gb-insights.txt": (parse_list, _list(2, "NVIDIA A100-PCIE-40GB")),
+    "L-8x-quadro-rtx8000-insights.txt": (parse_list, _list(8, "Quadro RTX 8000")),
 }
 NVIDIA_SMI_SKIP = {"mig-lgip-4x-h100-sxm5-80gb-stackhpc.txt": "nvidia-smi mig -lgip: no parser in this collection"}
 
@@ -106,9 +107,9 @@ def test_nvidia_smi_sample(name):
     elif name.startswith("q-x"):
         assert smi.parse_xml(text)["gpus"]
     elif name.startswith("L-"):
-        assert smi.parse_list(text)
+        assert parse_list(text)
     else:
-        assert smi.parse_q_text(text)["gpus"]
+        assert parse_q_text(text)["gpus"]
 
 
 # ------------------------------------------------------------------------------- nvidia-smi-query-gpu/

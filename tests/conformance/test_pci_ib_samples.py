@@ -13,6 +13,8 @@ import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import infiniband as ib
 from ansible_collections.clusterforge.gpu.plugins.module_utils import pci
+from ansible_collections.clusterforge.gpu.tests.formats.infiniband import parse_iblinkinfo
+from ansible_collections.clusterforge.gpu.tests.formats.pci import parse_lspci_acs
 
 try:
     from conftest import SAMPLES
@@ -49,7 +51,7 @@ def test_lspci_sample(name):
     assert name in LSPCI, "new lspci sample %s: add its expected values" % name
     n_dev, n_bridge, n_acs, n_enabled, n_anon, n_gpu = LSPCI[name]
     text = read("lspci", name)
-    acs = pci.parse_lspci_acs(text)
+    acs = parse_lspci_acs(text)
     devs = pci.parse_lspci_vvv(text)
     assert len(acs) == n_dev
     assert sum(1 for d in acs if d["is_bridge"]) == n_bridge
@@ -70,7 +72,7 @@ def test_lspci_dell_switch_details():
 
 
 def test_lspci_nccl_issue_srcvalid_order():
-    acs = pci.parse_lspci_acs(read("lspci", "vvv-grep-acsctl-amd-epyc-mixed-srcvalid-nccl-issue606.txt"))
+    acs = parse_lspci_acs(read("lspci", "vvv-grep-acsctl-amd-epyc-mixed-srcvalid-nccl-issue606.txt"))
     assert [d["acs_ctl_value"] for d in acs] == ["0001", "0001", "0000", "0000", "0000", "0000", "0000", "0001", "0001"]
 
 
@@ -101,7 +103,7 @@ def test_ibstat_dir_sample(name):
     if name.startswith("iblinkinfo"):
         assert name in IBLINKINFO, "new iblinkinfo sample %s: add its expected values" % name
         n, n_active, rates = IBLINKINFO[name]
-        links = ib.parse_iblinkinfo(text)
+        links = parse_iblinkinfo(text)
         assert len(links) == n
         active = [x for x in links if x["state"] == "Active"]
         assert len(active) == n_active and set(x["rate_gbps"] for x in active) == rates

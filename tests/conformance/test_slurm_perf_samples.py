@@ -14,8 +14,9 @@ import pytest
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress, expand
 from ansible_collections.clusterforge.gpu.plugins.module_utils.perf import parse_nccl_tests, parse_perftest
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import (
-    gres_count, parse_gres, parse_scontrol_nodes, parse_sinfo, parse_slurmd_gres, state_flags,
+    gres_count, parse_gres, parse_scontrol_nodes, parse_sinfo, state_flags,
 )
+from ansible_collections.clusterforge.gpu.tests.formats.slurm import parse_slurmd_gres
 
 try:
     from conftest import SAMPLES

@@ -1,5 +1,6 @@
-"""The lfs and dcgmi TEST EMULATORS, run as subprocesses and read through the collection's own parsers, so the
-emulators cannot drift from the real formats; plus lfs_stripe end to end against the lfs emulator."""
+"""The lfs and dcgmi TEST EMULATORS, run as subprocesses and read through the collection's own parsers (and the
+test-only ones of tests/formats/ for outputs no plugin reads), so the emulators cannot drift from the real formats;
+plus lfs_stripe end to end against the lfs emulator."""
 
 import os
 import subprocess
@@ -13,6 +14,8 @@ from cf_module_helper import Tool, run_module
 from ansible_collections.clusterforge.gpu.plugins.module_utils import dcgm as D
 from ansible_collections.clusterforge.gpu.plugins.module_utils import lustre as L
 from ansible_collections.clusterforge.gpu.plugins.modules import lfs_stripe
+from ansible_collections.clusterforge.gpu.tests.formats.dcgm import parse_discovery, parse_health
+from ansible_collections.clusterforge.gpu.tests.formats.lustre import parse_getstripe_text, parse_lfs_df
 
 LFS = os.path.join(EMULATORS, "lfs")
 DCGMI = os.path.join(EMULATORS, "dcgmi")
@@ -52,7 +55,7 @@ def test_lfs_plain_roundtrip_yaml_and_text(env, tmp_path):
     assert emu(LFS, ["setstripe", "-c", "-1", "-S", "4M", d], env)[0] == 0
     lay = L.parse_getstripe_yaml(emu(LFS, ["getstripe", "-y", "-d", d], env)[1])
     assert lay["components"][0]["stripe_count"] == -1 and lay["components"][0]["stripe_size"] == 4 << 20
-    text = L.parse_getstripe_text(emu(LFS, ["getstripe", "-d", d], env)[1])
+    text = parse_getstripe_text(emu(LFS, ["getstripe", "-d", d], env)[1])
     assert text["components"] == lay["components"] and text["path"] == str(d)
 
 
@@ -65,7 +68,7 @@ def test_lfs_pfl_and_files_inherit_capped_count(env, tmp_path):
     assert [(c["extent_end"], c["stripe_count"], c["pool"]) for c in lay["components"]] == [
         (256 << 20, 1, None), (None, -1, "flash")]
     (d / "ckpt").write_text("x")
-    for args, parse in ((["getstripe", d / "ckpt"], L.parse_getstripe_text),
+    for args, parse in ((["getstripe", d / "ckpt"], parse_getstripe_text),
                         (["getstripe", "-y", d / "ckpt"], L.parse_getstripe_yaml)):
         flay = parse(emu(LFS, args, env)[1])
         assert flay["components"][1]["stripe_count"] == 4  # -1 = all 4 OSTs of the profile
@@ -73,11 +76,11 @@ def test_lfs_pfl_and_files_inherit_capped_count(env, tmp_path):
 
 def test_lfs_ost_count_env(env, tmp_path):
     env["CLUSTERFORGE_EMU_LFS_OSTS"] = "8"
-    df = L.parse_lfs_df(emu(LFS, ["df"], env)[1])
+    df = parse_lfs_df(emu(LFS, ["df"], env)[1])
     assert [t["type"] for t in df["targets"]].count("OST") == 8 and df["targets"][0]["fsname"] == "cflab"
     assert df["filesystems"][str(tmp_path / "lustre")]["total"] == 8 * df["targets"][1]["total"]
-    assert L.parse_lfs_df(emu(LFS, ["df", "-h"], env)[1])["unit"] == "bytes"
-    assert L.parse_lfs_df(emu(LFS, ["df", "-i"], env)[1])["unit"] == "inodes"
+    assert parse_lfs_df(emu(LFS, ["df", "-h"], env)[1])["unit"] == "bytes"
+    assert parse_lfs_df(emu(LFS, ["df", "-i"], env)[1])["unit"] == "inodes"
 
 
 def test_lfs_errors(env, tmp_path):
@@ -163,13 +166,13 @@ def test_dcgmi_bad_gpu_id(env):
 
 def test_dcgmi_health_watches_and_injection(env, tmp_path):
     rc, out, _e = emu(DCGMI, ["health", "-c"], env)
-    assert rc != 0 and D.parse_health(out)["errors"]
+    assert rc != 0 and parse_health(out)["errors"]
     assert emu(DCGMI, ["health", "-s", "a"], env)[0] == 0
-    assert D.parse_health(emu(DCGMI, ["health", "-c", "-j"], env)[1])["overall"] == "healthy"
+    assert parse_health(emu(DCGMI, ["health", "-c", "-j"], env)[1])["overall"] == "healthy"
     emu(DCGMI, ["--emu-health", "2", "memory", "fail"], env)
     emu(DCGMI, ["--emu-health", "5", "power", "warn"], env)
     for args in (["health", "-c"], ["health", "-c", "-j"]):
-        health = D.parse_health(emu(DCGMI, args, env)[1])
+        health = parse_health(emu(DCGMI, args, env)[1])
         assert health["overall"] == "failure"
         assert [(i["id"], i["system"], i["health"]) for i in health["incidents"]] == [
             (2, "Memory system", "failure"), (5, "Power system", "warning")]
@@ -177,16 +180,16 @@ def test_dcgmi_health_watches_and_injection(env, tmp_path):
     # a host-engine restart (the run dir is lost) forgets the watches but not the hardware fault
     import shutil
     shutil.rmtree(str(tmp_path / "run"))
-    assert D.parse_health(emu(DCGMI, ["health", "-c"], env)[1])["overall"] is None
+    assert parse_health(emu(DCGMI, ["health", "-c"], env)[1])["overall"] is None
     emu(DCGMI, ["health", "-s", "p"], env)  # memory not watched: the ECC fault is not reported
-    assert D.parse_health(emu(DCGMI, ["health", "-c"], env)[1])["overall"] == "healthy"
+    assert parse_health(emu(DCGMI, ["health", "-c"], env)[1])["overall"] == "healthy"
 
 
 def test_dcgmi_discovery_and_version(env):
-    disc = D.parse_discovery(emu(DCGMI, ["discovery", "-l"], env)[1])
+    disc = parse_discovery(emu(DCGMI, ["discovery", "-l"], env)[1])
     assert disc["gpu_count"] == 8 and len(disc["gpus"]) == 8
     assert disc["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3" and disc["nvswitch_count"] == 0
     assert len(set(g["uuid"] for g in disc["gpus"])) == 8
     env["CLUSTERFORGE_EMU_DCGM_GPUS"] = "4"
-    assert D.parse_discovery(emu(DCGMI, ["discovery", "-l"], env)[1])["gpu_count"] == 4
+    assert parse_discovery(emu(DCGMI, ["discovery", "-l"], env)[1])["gpu_count"] == 4
     assert "Version : 4.4.2" in emu(DCGMI, ["-v"], env)[1]

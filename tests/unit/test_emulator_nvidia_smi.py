@@ -1,7 +1,9 @@
 """The nvidia-smi test emulator (tests/lab/emulators/nvidia-smi), run as a subprocess.
 
-Everything it prints goes through the collection's parsers, so the emulator cannot drift away from the formats
-the parsers (and so the modules) accept. The end-to-end tests run the modules against the emulator.
+Everything it prints goes through the collection's parsers (or, for outputs no module reads: ``-q`` text, ``-L``
+and the ``-pm``/``-pl``/``-ac`` messages, the test-only ones of tests/formats/nvidia_smi.py), so the emulator cannot
+drift away from the formats the parsers (and so the modules) accept. The end-to-end tests run the modules against
+the emulator.
 """
 
 import json
@@ -17,6 +19,10 @@ from cf_module_helper import Tool, run_module
 from ansible_collections.clusterforge.gpu.plugins.module_utils import nvidia_smi as smi
 from ansible_collections.clusterforge.gpu.plugins.modules import nvidia_smi as nvidia_smi_module
 from ansible_collections.clusterforge.gpu.plugins.modules import nvidia_smi_info as nvidia_smi_info_module
+from ansible_collections.clusterforge.gpu.tests.formats.nvidia_smi import (
+    parse_application_clocks_output, parse_list, parse_persistence_output, parse_power_limit_output,
+    parse_power_limit_range_error, parse_q_text,
+)
 
 EMULATORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lab", "emulators")
 EMU = os.path.join(EMULATORS, "nvidia-smi")
@@ -68,17 +74,17 @@ def test_emulator_file_header():
 
 
 def test_list_gpus_profile_and_deterministic_uuids(emu, tmp_path):
-    gpus = smi.parse_list(emu.ok("-L"))
+    gpus = parse_list(emu.ok("-L"))
     assert [g["index"] for g in gpus] == list(range(8))
     assert {g["name"] for g in gpus} == {"NVIDIA H100 80GB HBM3"}
     other = Emu(tmp_path / "other")
-    assert smi.parse_list(other.ok("-L")) == gpus
+    assert parse_list(other.ok("-L")) == gpus
     assert len({g["uuid"] for g in gpus}) == 8
 
 
 def test_gpu_count_env(tmp_path):
     emu = Emu(tmp_path, count=4)
-    assert len(smi.parse_list(emu.ok("-L"))) == 4
+    assert len(parse_list(emu.ok("-L"))) == 4
     assert smi.parse_topo_matrix(emu.ok("topo", "-m"))["gpus"] == ["GPU0", "GPU1", "GPU2", "GPU3"]
 
 
@@ -155,11 +161,11 @@ def test_q_x_is_well_formed_and_parses(emu):
     assert gpu["remapped_rows_pending"] is False
     assert gpu["retired_pages_pending"] is None
     assert gpu["clock_event_reasons"]["gpu_idle"] is True
-    assert gpu["uuid"] == smi.parse_list(emu.ok("-L"))[4]["uuid"]
+    assert gpu["uuid"] == parse_list(emu.ok("-L"))[4]["uuid"]
 
 
 def test_q_text_parses(emu):
-    data = smi.parse_q_text(emu.ok("-q", "-i", "1"))
+    data = parse_q_text(emu.ok("-q", "-i", "1"))
     assert data["driver_version"] == "550.90.07"
     assert len(data["gpus"]) == 1
     assert data["gpus"][0]["pci_bus_id"] == "00000000:2A:00.0"
@@ -181,12 +187,12 @@ def test_topo_matrix_hgx_h100(emu):
 
 def test_power_limit_set_and_out_of_range(emu):
     out = emu.ok("-i", "3", "-pl", "500")
-    assert smi.parse_power_limit_output(out) == [
+    assert parse_power_limit_output(out) == [
         {"pci_bus_id": "00000000:5D:00.0", "power_limit_w": 500.0, "previous_w": 700.0}]
     assert [r["power.limit"] for r in emu.rows()] == [700.0] * 3 + [500.0] + [700.0] * 4
     rc, out, _err = emu("-pl", "800")
     assert rc != 0
-    errors = smi.parse_power_limit_range_error(out)
+    errors = parse_power_limit_range_error(out)
     assert len(errors) == 8 and errors[0]["min_w"] == 200.0 and errors[0]["max_w"] == 700.0
     assert "Terminating early due to previous errors." in out
     assert [r["power.limit"] for r in emu.rows()][3] == 500.0  # unchanged
@@ -213,7 +219,7 @@ def test_application_clocks_supported_pairs_only(emu):
     rc, out, _err = emu("-i", "0", "-ac", "2619,1981")
     assert rc != 0 and "is not supported" in out
     out = emu.ok("-i", "0", "-ac", "2619,1755")
-    assert smi.parse_application_clocks_output(out)[0] == {"pci_bus_id": "00000000:18:00.0", "memory": 2619,
+    assert parse_application_clocks_output(out)[0] == {"pci_bus_id": "00000000:18:00.0", "memory": 2619,
                                                            "graphics": 1755}
     assert emu.rows("0")[0]["clocks.applications.graphics"] == 1755
     emu.ok("-i", "0", "-rac")
@@ -222,9 +228,9 @@ def test_application_clocks_supported_pairs_only(emu):
 
 def test_persistence_messages(emu):
     out = emu.ok("-i", "0", "-pm", "1")
-    assert smi.parse_persistence_output(out) == [{"pci_bus_id": "00000000:18:00.0", "enabled": True, "already": False}]
+    assert parse_persistence_output(out) == [{"pci_bus_id": "00000000:18:00.0", "enabled": True, "already": False}]
     out = emu.ok("-i", "0", "-pm", "1")
-    assert smi.parse_persistence_output(out)[0]["already"] is True
+    assert parse_persistence_output(out)[0]["already"] is True
     assert emu("-pm", "maybe")[0] == 2
 
 

@@ -18,6 +18,7 @@ from ansible_collections.clusterforge.gpu.plugins.modules import ibdiagnet as ib
 from ansible_collections.clusterforge.gpu.plugins.modules import ib_port_info
 from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs
 from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs_info
+from ansible_collections.clusterforge.gpu.tests.formats.pci import parse_lspci_acs
 
 EMULATORS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                          "tests", "lab", "emulators")
@@ -78,7 +79,7 @@ def test_lspci_filters_and_plain_format(emu):
     rc, out, dummy = emu("lspci", "-nn", "-d", "10de:")
     assert len(out.splitlines()) == 8 and "3D controller [0302]: NVIDIA Corporation GH100 [H100 SXM5 80GB] [10de:2330] (rev a1)" in out
     rc, out, dummy = emu("lspci", "-vvv", "-s", "1a:00.0")
-    devs = pci.parse_lspci_acs(out)
+    devs = parse_lspci_acs(out)
     assert [d["bdf"] for d in devs] == ["0000:1a:00.0"] and devs[0]["acs_enabled"]
     rc, out, err = emu("lspci", "-Q")
     assert rc != 0 and "invalid option" in err
@@ -94,7 +95,7 @@ def test_setpci_read_write_and_no_acs_error(emu):
     rc, out, err = emu("setpci", "-s", "0000:77:00.0", "ECAP_ACS+0x6.w")
     assert rc == 0 and "No devices selected" in err
     # lspci shows what setpci wrote
-    devs = pci.parse_lspci_acs(emu("lspci", "-vvv", "-s", "1a:00.0")[1])
+    devs = parse_lspci_acs(emu("lspci", "-vvv", "-s", "1a:00.0")[1])
     assert devs[0]["acs_ctl_value"] == "0000" and not devs[0]["acs_enabled"]
 
 

@@ -266,6 +266,6 @@ def test_a_name_in_both_lists_is_installed_not_removed():
 
 def test_backend_args_per_package_manager():
     assert action.backend_args("apt", ["a"], "absent", False, 3600) == {"name": ["a"], "state": "absent"}
-    assert action.backend_args("dnf5", ["a"], "present", True, 3600) == {"name": ["a"], "state": "present",
-                                                                          "install_weak_deps": True}
+    expected = {"name": ["a"], "state": "present", "install_weak_deps": True}
+    assert action.backend_args("dnf5", ["a"], "present", True, 3600) == expected
     assert action.backend_args("zypper", ["a"], "present", False, 3600) == {"name": ["a"], "state": "present"}

@@ -1,10 +1,12 @@
-"""Unit tests for plugins/module_utils/dcgm.py (recorded dcgmi outputs in the real formats)."""
+"""Unit tests for plugins/module_utils/dcgm.py and tests/formats/dcgm.py (recorded dcgmi outputs in the real
+formats)."""
 
 import os
 
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import dcgm as D
+from ansible_collections.clusterforge.gpu.tests.formats.dcgm import parse_discovery, parse_health
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "dcgm")
 
@@ -129,7 +131,7 @@ def test_health_json_with_incidents():
     text = ('{"body": {"GPU": {"children": {"3": {"value": "Failure", "children": {"Errors": {"children": '
             '{"Memory system": {"value": "Failure", "overflow": ["Detected a volatile double-bit ECC error", '
             '"in GPU 3."]}}}}}}}, "Overall Health": {"value": "Failure"}}, "header": ["Health Monitor Report"]}')
-    health = D.parse_health(text)
+    health = parse_health(text)
     assert health["overall"] == "failure"
     assert health["entities"] == [{"group": "GPU", "id": 3, "health": "failure"}]
     assert health["incidents"][0]["system"] == "Memory system"
@@ -137,7 +139,7 @@ def test_health_json_with_incidents():
 
 
 def test_health_watches_not_enabled():
-    health = D.parse_health("Error: Health watches not enabled. Please enable watches. \n")
+    health = parse_health("Error: Health watches not enabled. Please enable watches. \n")
     assert health["overall"] is None and "not enabled" in health["errors"][0]
 
 
@@ -152,7 +154,7 @@ def test_discovery_singular_and_sections():
             "+--------+----------------------------------------------------------------------+\n"
             "2 NvSwitches found.\n+-----------+\n| Switch ID |\n+-----------+\n| 8         |\n| 9         |\n"
             "+-----------+\n")
-    disc = D.parse_discovery(text)
+    disc = parse_discovery(text)
     assert disc["gpu_count"] == 1 and disc["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
     assert disc["gpus"][0]["pci_bus_id"] == "00000000:18:00.0"
     assert disc["nvswitch_count"] == 2 and disc["nvswitches"] == [8, 9]

@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/infiniband.py over recorded output (fixtures/infiniband/)."""
+"""Unit tests for plugins/module_utils/infiniband.py and tests/formats/infiniband.py over recorded output
+(fixtures/infiniband/)."""
 
 import os
 
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import infiniband as ib
+from ansible_collections.clusterforge.gpu.tests.formats.infiniband import parse_iblinkinfo
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "infiniband")
 
@@ -75,12 +77,9 @@ def test_rate_to_gbps(text, rate):
     assert ib.rate_to_gbps(text) == rate
 
 
-@pytest.mark.parametrize("name,lane,rate", [("edr", 25, 100), ("hdr", 50, 200), ("ndr", 100, 400), ("xdr", 200, 800),
-                                            ("NDR", 100, 400), ("fdr", 14, 56)])
-def test_lane_speed_for_rate(name, lane, rate):
+@pytest.mark.parametrize("name,lane", [("edr", 25), ("hdr", 50), ("ndr", 100), ("xdr", 200), ("NDR", 100), ("fdr", 14)])
+def test_lane_speed_for_rate(name, lane):
     assert ib.lane_speed_for_rate(name) == lane
-    assert ib.link_rate_gbps(name) == rate
-    assert ib.link_rate_gbps(name, "2x") == rate // 2
 
 
 def test_lane_speed_unknown():
@@ -129,7 +128,7 @@ def test_iblinkinfo_small():
             "      0x946dae03003c1a20    128    1[  ] ==( 4X          100.0 Gbps Active/  LinkUp)==>       1    5[  ] \"cf-leaf01\" ( )\n"
             "Switch: 0x946dae0300aa0001 cf-leaf01:\n"
             "           1    2[  ] ==(                Down/ Polling)==>             [  ] \"\" ( )\n")
-    links = ib.parse_iblinkinfo(text)
+    links = parse_iblinkinfo(text)
     assert links[0]["rate_gbps"] == 400 and links[0]["node"] == "node07 HCA-1" and links[0]["peer_port"] == 5
     assert links[1]["node_type"] == "Switch" and links[1]["node"] == "cf-leaf01" and links[1]["state"] == "Down"
     assert links[1]["rate_gbps"] is None and links[1]["peer"] is None

@@ -1,10 +1,12 @@
-"""Unit tests for plugins/module_utils/lustre.py (recorded lfs outputs in the real formats)."""
+"""Unit tests for plugins/module_utils/lustre.py and tests/formats/lustre.py (recorded lfs outputs in the real
+formats)."""
 
 import os
 
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import lustre as L
+from ansible_collections.clusterforge.gpu.tests.formats.lustre import parse_getstripe_text, parse_lfs_df
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "lustre")
 
@@ -69,15 +71,15 @@ def test_truncated_yaml_keeps_what_was_complete():
 @pytest.mark.parametrize("text", ["", "\n", "/mnt/cflab/dir has no stripe info\n"])
 def test_no_default_layout(text):
     assert L.parse_getstripe_yaml(text) == {"mirror_count": 0, "components": [], "composite": False}
-    assert L.parse_getstripe_text(text)["components"] == []
+    assert parse_getstripe_text(text)["components"] == []
 
 
 def test_text_no_stripe_info_keeps_path():
-    assert L.parse_getstripe_text("/mnt/cflab/d has no stripe info\n")["path"] == "/mnt/cflab/d"
+    assert parse_getstripe_text("/mnt/cflab/d has no stripe info\n")["path"] == "/mnt/cflab/d"
 
 
 def test_text_plain_dir_default_single_line():
-    lay = L.parse_getstripe_text("/mnt/cflab/d\nstripe_count:  -1 stripe_size:   4194304 pattern:       0 "
+    lay = parse_getstripe_text("/mnt/cflab/d\nstripe_count:  -1 stripe_size:   4194304 pattern:       0 "
                                  "stripe_offset: -1\n")
     assert lay["path"] == "/mnt/cflab/d"
     assert lay["components"][0]["stripe_count"] == -1 and lay["components"][0]["pattern"] == "raid0"
@@ -86,7 +88,7 @@ def test_text_plain_dir_default_single_line():
 def test_text_recursive_listing_stops_at_second_path():
     text = ("d1\nstripe_count:  2 stripe_size:   1048576 pattern:       raid0 stripe_offset: -1\n"
             "d1/f\nlmm_stripe_count:  8\nlmm_stripe_size:   1048576\n")
-    lay = L.parse_getstripe_text(text)
+    lay = parse_getstripe_text(text)
     assert len(lay["components"]) == 1 and lay["components"][0]["stripe_count"] == 2
 
 
@@ -97,7 +99,7 @@ def test_lfs_df_inactive_ost_and_human_sizes():
             "OST0001             : inactive device\n"
             "cflab-OST0002_UUID          : inactive device\n\n"
             "filesystem_summary:         7.3T        5.4G        7.3T   1% /mnt/cflab\n")
-    df = L.parse_lfs_df(text)
+    df = parse_lfs_df(text)
     assert df["unit"] == "bytes"
     assert [(t["type"], t["index"], t["status"]) for t in df["targets"]] == [
         ("MDT", 0, "active"), ("OST", 0, "active"), ("OST", 2, "inactive")]
@@ -106,7 +108,7 @@ def test_lfs_df_inactive_ost_and_human_sizes():
 
 
 def test_lfs_df_inodes_header():
-    df = L.parse_lfs_df("UUID                      Inodes       IUsed       IFree IUse% Mounted on\n"
+    df = parse_lfs_df("UUID                      Inodes       IUsed       IFree IUse% Mounted on\n"
                         "cflab-MDT0000_UUID       2621440         266     2621174   1% /mnt/cflab[MDT:0]\n")
     assert df["unit"] == "inodes" and df["targets"][0]["used"] == 266
 

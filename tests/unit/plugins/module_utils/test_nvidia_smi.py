@@ -1,10 +1,15 @@
-"""Parsers of plugins/module_utils/nvidia_smi.py on recorded nvidia-smi outputs (fixtures/nvidia_smi/<branch>/)."""
+"""Parsers of plugins/module_utils/nvidia_smi.py and tests/formats/nvidia_smi.py on recorded nvidia-smi outputs
+(fixtures/nvidia_smi/<branch>/)."""
 
 import os
 
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import nvidia_smi as smi
+from ansible_collections.clusterforge.gpu.tests.formats.nvidia_smi import (
+    parse_application_clocks_output, parse_list, parse_persistence_output, parse_power_limit_output,
+    parse_power_limit_range_error, parse_q_text,
+)
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "nvidia_smi")
 
@@ -310,7 +315,7 @@ GPU 00000000:DB:00.0
 
 
 def test_q_text_fields():
-    data = smi.parse_q_text(Q_TEXT)
+    data = parse_q_text(Q_TEXT)
     assert (data["driver_version"], data["cuda_version"], data["attached_gpus"]) == ("560.35.03", "12.6", 1)
     gpu = data["gpus"][0]
     assert gpu["pci_bus_id"] == "00000000:DB:00.0"
@@ -326,7 +331,7 @@ def test_list_gpus():
     text = ("GPU 0: NVIDIA A100-PCIE-40GB (UUID: GPU-63110aaa-3561-c8f5-e125-4ab40bbcf838)\n"
             "  MIG 3g.20gb     Device  0: (UUID: MIG-aaaa)\n"
             "GPU 1: NVIDIA A100-PCIE-40GB (UUID: GPU-c9bd25dc-c0c4-3ab6-8f7f-3ad16d6bde4a)\n")
-    assert smi.parse_list(text) == [
+    assert parse_list(text) == [
         {"index": 0, "name": "NVIDIA A100-PCIE-40GB", "uuid": "GPU-63110aaa-3561-c8f5-e125-4ab40bbcf838"},
         {"index": 1, "name": "NVIDIA A100-PCIE-40GB", "uuid": "GPU-c9bd25dc-c0c4-3ab6-8f7f-3ad16d6bde4a"}]
 
@@ -335,23 +340,23 @@ def test_list_gpus():
 
 def test_setter_messages():
     text = fixture("r550/setters.txt")
-    assert smi.parse_persistence_output(text) == [
+    assert parse_persistence_output(text) == [
         {"pci_bus_id": "00000000:18:00.0", "enabled": True, "already": False},
         {"pci_bus_id": "00000000:2A:00.0", "enabled": True, "already": True}]
-    assert smi.parse_power_limit_output(text) == [
+    assert parse_power_limit_output(text) == [
         {"pci_bus_id": "00000000:07:00.0", "power_limit_w": 500.0, "previous_w": 700.0}]
     # -lgc 0,2100 on a 1860 MHz GPU: the clamped value is what the driver reports
     assert smi.parse_locked_clocks_output(text) == [{"pci_bus_id": "00000000:07:00.0", "min": 0, "max": 1860}]
     assert smi.parse_locked_memory_clocks_output(text) == [{"pci_bus_id": "00000000:07:00.0", "min": 2619, "max": 2619}]
-    assert smi.parse_application_clocks_output(text) == [
+    assert parse_application_clocks_output(text) == [
         {"pci_bus_id": "00000000:18:00.0", "memory": 2619, "graphics": 1980}]
-    assert smi.parse_power_limit_range_error(text) == [
+    assert parse_power_limit_range_error(text) == [
         {"pci_bus_id": "00000000:18:00.0", "requested_w": 800.0, "min_w": 200.0, "max_w": 700.0}]
 
 
 def test_setter_parsers_ignore_unrelated_output():
     assert smi.parse_locked_clocks_output("All done.\n") == []
-    assert smi.parse_power_limit_output(None) == []
+    assert parse_power_limit_output(None) == []
 
 
 @pytest.mark.parametrize("value,expected", [

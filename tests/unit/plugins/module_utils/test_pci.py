@@ -1,13 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/pci.py over recorded lspci output (fixtures/pci/)."""
+"""Unit tests for plugins/module_utils/pci.py and tests/formats/pci.py over recorded lspci output (fixtures/pci/)."""
 
 import os
 
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import pci
+from ansible_collections.clusterforge.gpu.tests.formats.pci import parse_lspci_acs
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "pci")
 
@@ -24,7 +25,7 @@ def by_bdf(devs):
 @pytest.mark.parametrize("name", ["lspci-vvv-pex890xx-one-port-acs-enabled-with-gpu-nic.txt",
                                   "lspci-vvv-pex890xx-spaces.txt"])
 def test_acs_tabs_and_spaces_give_same_result(name):
-    devs = by_bdf(pci.parse_lspci_acs(load(name)))
+    devs = by_bdf(parse_lspci_acs(load(name)))
     assert list(devs) == ["0000:38:00.0", "0000:39:00.0", "0000:39:01.0", "0000:3a:00.0", "0000:3b:00.0"]
     usp, dsp0, dsp1 = devs["0000:38:00.0"], devs["0000:39:00.0"], devs["0000:39:01.0"]
     assert usp["is_bridge"] and not usp["acs_capable"] and not usp["acs_enabled"]
@@ -87,7 +88,7 @@ def test_dnn_output_ids_classes_sriov_vfio():
 
 
 def test_truncated_output_keeps_complete_devices():
-    devs = by_bdf(pci.parse_lspci_acs(load("lspci-vvv-pex890xx-truncated.txt")))
+    devs = by_bdf(parse_lspci_acs(load("lspci-vvv-pex890xx-truncated.txt")))
     assert list(devs) == ["0000:38:00.0", "0000:39:00.0", "0000:39:01.0"]
     assert devs["0000:39:00.0"]["acs_ctl_value"] == "001d"
     # 39:01.0 was cut after "ACSCtl:": capability known, control register not
@@ -96,7 +97,7 @@ def test_truncated_output_keeps_complete_devices():
 
 
 def test_grep_excerpt_pairs_without_headers():
-    devs = pci.parse_lspci_acs(load("lspci-vvv-grep-acs-pairs.txt"))
+    devs = parse_lspci_acs(load("lspci-vvv-grep-acs-pairs.txt"))
     assert [d["bdf"] for d in devs] == [None, None, None]
     assert [d["acs_ctl_value"] for d in devs] == ["001d", "0000", "0001"]
     assert [d["acs_enabled"] for d in devs] == [True, False, True]
@@ -106,7 +107,7 @@ def test_grep_excerpt_pairs_without_headers():
 def test_grep_acsctl_only_lines():
     text = ("\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n"
             "                ACSCtl: SrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n")
-    devs = pci.parse_lspci_acs(text)
+    devs = parse_lspci_acs(text)
     assert [(d["bdf"], d["acs_enabled"], d["acs_cap"]) for d in devs] == [(None, True, {}), (None, False, {})]
 
 
@@ -116,10 +117,10 @@ def test_access_denied_detected():
 
 
 def test_unknown_lines_and_empty_input_ignored():
-    assert pci.parse_lspci_acs("") == []
-    assert pci.parse_lspci_acs("garbage line\n\tMore: garbage+\n") == []
+    assert parse_lspci_acs("") == []
+    assert parse_lspci_acs("garbage line\n\tMore: garbage+\n") == []
     text = "00:00.0 Host bridge: Intel Corporation Device 09a2 (rev 20)\n\tFrobnicate: yes\n\tACSViol+\n"
-    devs = pci.parse_lspci_acs(text)
+    devs = parse_lspci_acs(text)
     assert len(devs) == 1 and devs[0]["is_bridge"] is False and devs[0]["acs_capable"] is False
 
 

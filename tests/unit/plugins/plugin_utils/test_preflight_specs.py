@@ -337,7 +337,7 @@ def test_long_host_lists_are_abbreviated():
 
 
 def test_known_global_and_private_names_not_flagged():
-    assert warnings(all={"cluster_domain": "x", "validate_thresholds": {}, "rolling_serial": [1],
+    assert warnings(all={"cluster_name": "x", "validate_thresholds": {}, "rolling_serial": [1],
                          "cluster_domain": "x", "__gpu_tuning_internal": 1, "ansible_user": "root"}) == []
 
 
