@@ -220,7 +220,7 @@ def test_application_clocks_supported_pairs_only(emu):
     assert rc != 0 and "is not supported" in out
     out = emu.ok("-i", "0", "-ac", "2619,1755")
     assert parse_application_clocks_output(out)[0] == {"pci_bus_id": "00000000:18:00.0", "memory": 2619,
-                                                           "graphics": 1755}
+                                                       "graphics": 1755}
     assert emu.rows("0")[0]["clocks.applications.graphics"] == 1755
     emu.ok("-i", "0", "-rac")
     assert emu.rows("0")[0]["clocks.applications.graphics"] == 1980

@@ -80,7 +80,7 @@ def test_text_no_stripe_info_keeps_path():
 
 def test_text_plain_dir_default_single_line():
     lay = parse_getstripe_text("/mnt/cflab/d\nstripe_count:  -1 stripe_size:   4194304 pattern:       0 "
-                                 "stripe_offset: -1\n")
+                               "stripe_offset: -1\n")
     assert lay["path"] == "/mnt/cflab/d"
     assert lay["components"][0]["stripe_count"] == -1 and lay["components"][0]["pattern"] == "raid0"
 
@@ -109,7 +109,7 @@ def test_lfs_df_inactive_ost_and_human_sizes():
 
 def test_lfs_df_inodes_header():
     df = parse_lfs_df("UUID                      Inodes       IUsed       IFree IUse% Mounted on\n"
-                        "cflab-MDT0000_UUID       2621440         266     2621174   1% /mnt/cflab[MDT:0]\n")
+                      "cflab-MDT0000_UUID       2621440         266     2621174   1% /mnt/cflab[MDT:0]\n")
     assert df["unit"] == "inodes" and df["targets"][0]["used"] == 266
 
 
