@@ -1031,10 +1031,24 @@ class _Check(object):
                     if v is None or not 1 <= v <= MAX_BRW_SIZE_MB:
                         self.err(host, name, "%s: %s is not a bulk RPC size in MiB from 1 to %d" % (key, _show(value),
                                                                                                     MAX_BRW_SIZE_MB))
+            self._check_params_absent(host, params)
             if params and mgs_hosts and host not in mgs_hosts and params != mgs_params:
                 self.err(host, name, "is applied only on the host that serves the MGS (%s), whose "
                          "lustre_server_params differ: these would be ignored; set them for %s"
                          % (mgs_hosts[0], mgs_hosts[0]))
+
+    def _check_params_absent(self, host, params):
+        name = "lustre_server_params_absent"
+        absent = self.read(host, name, "lustre_server")
+        if not isinstance(absent, list):
+            return  # None (unset) or reported by the argument-spec rules
+        for key in absent:
+            why = param_name_problem(key)
+            if why:
+                self.err(host, name, why)
+            elif key in params:
+                self.err(host, name, "%s is also in lustre_server_params: the role would set it and delete it in "
+                         "the same run; keep it in one of the two" % key)
 
     # -- clients -------------------------------------------------------------------------------------
     def check_client(self, host):

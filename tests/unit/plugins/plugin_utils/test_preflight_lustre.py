@@ -890,3 +890,11 @@ def test_an_unresolvable_nested_value_is_reported_by_the_reader():
     out = check(inv, ON)
     assert any(e.startswith("oss01: lustre_server_targets: cannot be resolved") for e in inv.errors), inv.errors
     assert isinstance(out, list)
+
+
+def test_server_params_absent():
+    assert run(mutated(mds01={"lustre_server_params_absent": ["osc.*.max_dirty_mb"]})) == []
+    only(run(mutated(mds01={"lustre_server_params_absent": ["obdfilter.*.brw_size"]})),
+         "mds01: lustre_server_params_absent: obdfilter.*.brw_size is also in lustre_server_params")
+    only(run(mutated(mds01={"lustre_server_params_absent": ["osc.*.x; rm -rf /"]})),
+         "mds01: lustre_server_params_absent: 'osc.*.x; rm -rf /' is not an lctl parameter name")
