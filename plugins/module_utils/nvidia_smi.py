@@ -19,6 +19,9 @@ run these parsers over real outputs):
 
 The ``-q`` text, ``-L`` and ``-pm``/``-pl``/``-ac`` message parsers, which no plugin uses, are test-only:
 tests/formats/nvidia_smi.py.
+
+One function here does I/O, through a runner it is given: ``read_gpus``, the one ``nvidia-smi -q -x`` read of
+every module that needs the GPUs.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -417,3 +420,16 @@ def parse_locked_clocks_output(text):
 def parse_locked_memory_clocks_output(text):
     """``-lmc``: ``[{pci_bus_id, min, max}]`` as the driver applied them."""
     return _scan(_LMC_RE, text, lambda m: {"pci_bus_id": m.group(3), "min": int(m.group(1)), "max": int(m.group(2))})
+
+
+def read_gpus(runner, warn):
+    """The one ``nvidia-smi -q -x`` read of the modules: parse_xml's result. Fails the module (through the runner,
+    with the command and output) when the tool fails or lists no GPU; ``warn`` is told when the output was cut
+    short."""
+    rc, out, err = runner.run(["-q", "-x"], what="nvidia-smi -q -x")
+    data = parse_xml(out)
+    if not data["gpus"]:
+        runner.fail(runner.calls[-1], rc, out, err, what="nvidia-smi -q -x (no GPU in the output)")
+    if data["truncated"]:
+        warn("the output of nvidia-smi -q -x was cut short; only %d GPU(s) could be read" % len(data["gpus"]))
+    return data

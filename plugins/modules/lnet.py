@@ -139,11 +139,11 @@ msg:
 
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_text
+from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils._files import write_atomic
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.lustre import (
     lnet_config_text,
@@ -191,19 +191,6 @@ def live_view(nets):
     return dict((net, sorted(i for ni in nis for i in ni.get("interfaces") or [])) for net, nis in nets.items())
 
 
-def write_file(module, path, content):
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".lnet.conf.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(to_bytes(content))
-        module.atomic_move(tmp, path)
-        os.chmod(path, MODE)  # atomic_move keeps the mode of a file it replaces
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -237,7 +224,7 @@ def main():
         if config_changed and not module.check_mode:
             if not os.path.isdir(os.path.dirname(path) or "."):
                 module.fail_json(msg="the directory of %s does not exist" % path, changed=False)
-            write_file(module, path, wanted)
+            write_atomic(module, path, wanted, mode=MODE)
         diffs.append(dict(before=current or "", after=wanted, before_header=path, after_header=path))
 
     lnetctl = ToolRunner(module, "lnetctl", p["lnetctl_path"], option="lnetctl_path")

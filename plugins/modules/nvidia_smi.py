@@ -222,11 +222,11 @@ diff:
 
 import json
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils._files import write_atomic
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import (
     STATE_QUERY_FIELDS,
@@ -504,23 +504,8 @@ class NvidiaSmi(object):
         return dict(request)
 
     def write_state(self, data):
-        directory = os.path.dirname(self.state_path) or "."
-        try:
-            if not os.path.isdir(directory):
-                os.makedirs(directory, 0o755)
-            fd, tmp = tempfile.mkstemp(dir=directory, prefix=".nvidia_smi_state.", suffix=".tmp")
-            with os.fdopen(fd, "w") as f:
-                json.dump(data, f, indent=2, sort_keys=True)
-                f.write("\n")
-            os.chmod(tmp, 0o644)
-        except (IOError, OSError) as e:
-            self.module.fail_json(msg="cannot write the state file %s: %s" % (self.state_path, to_native(e)),
-                                  changed=bool(self.setter_cmds), cmd=self.setter_cmds)
-        self.module.atomic_move(tmp, self.state_path)
-        try:
-            os.chmod(self.state_path, 0o644)  # atomic_move keeps an existing file's mode or applies the umask
-        except OSError as e:
-            self.module.warn("cannot set mode 0644 on %s: %s" % (self.state_path, to_native(e)))
+        write_atomic(self.module, self.state_path, json.dumps(data, indent=2, sort_keys=True) + "\n", mode=0o644,
+                     make_dirs=True, changed=bool(self.setter_cmds), cmd=self.setter_cmds)
 
     def run(self):
         module = self.module

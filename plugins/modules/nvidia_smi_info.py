@@ -206,7 +206,7 @@ topology:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import parse_topo_matrix, parse_xml
+from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import parse_topo_matrix, read_gpus
 
 
 def main():
@@ -218,12 +218,7 @@ def main():
         supports_check_mode=True,
     )
     runner = ToolRunner(module, "nvidia-smi", module.params["nvidia_smi_path"], option="nvidia_smi_path")
-    rc, out, err = runner.run(["-q", "-x"], what="nvidia-smi -q -x")
-    data = parse_xml(out)
-    if not data["gpus"]:
-        runner.fail(runner.calls[-1], rc, out, err, what="nvidia-smi -q -x (no GPU in the output)")
-    if data["truncated"]:
-        module.warn("the output of nvidia-smi -q -x was cut short; only %d GPU(s) could be read" % len(data["gpus"]))
+    data = read_gpus(runner, module.warn)
 
     topology = None
     if module.params["topology"]:

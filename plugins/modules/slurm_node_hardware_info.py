@@ -122,7 +122,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.facts.hardware.linux import LinuxHardware
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner
-from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import parse_xml
+from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import read_gpus
 
 _GPU_TYPE_RE = re.compile(r"[A-Za-z]+[0-9]+[A-Za-z]*")
 
@@ -188,12 +188,7 @@ def main():
     cpu_mem = cpu_memory(module, architecture)
 
     runner = ToolRunner(module, "nvidia-smi", module.params["nvidia_smi_path"], option="nvidia_smi_path")
-    rc, out, err = runner.run(["-q", "-x"], what="nvidia-smi -q -x")
-    data = parse_xml(out)
-    if not data["gpus"]:
-        runner.fail(runner.calls[-1], rc, out, err, what="nvidia-smi -q -x (no GPU in the output)")
-    if data["truncated"]:
-        module.warn("the output of nvidia-smi -q -x was cut short; only %d GPU(s) could be read" % len(data["gpus"]))
+    data = read_gpus(runner, module.warn)
 
     plugin = nvml_plugin(module.params["nvml_plugin_paths"], architecture)
     module.exit_json(changed=False, node=describe(cpu_mem, data["gpus"], plugin), nvml_plugin=plugin)

@@ -117,10 +117,11 @@ runtime_changed:
 import errno
 import os
 import re
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes, to_native
+from ansible.module_utils.common.text.converters import to_native
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils._files import write_atomic
 
 # What sysctl(8) accepts as a key: no whitespace, no '=', not starting with a separator or '-'.
 _KEY_RE = re.compile(r"^[A-Za-z0-9_][^\s=]*$")
@@ -223,17 +224,6 @@ def write_live(module, proc_root, key, value):
         module.fail_json(msg="the kernel did not keep %s=%s: it reads %s" % (key, value, kept), key=key, kept=kept)
 
 
-def write_file(module, path, content):
-    directory = os.path.dirname(path) or "."
-    if not os.path.isdir(directory):
-        module.fail_json(msg="directory %s does not exist" % directory)
-    # Beside the file (same file system), then renamed over it.
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".%s." % os.path.basename(path))
-    with os.fdopen(fd, "wb") as f:
-        f.write(to_bytes(content))
-    module.atomic_move(tmp, path, unsafe_writes=module.params["unsafe_writes"])
-
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -268,7 +258,7 @@ def main():
     changed = file_changed or bool(drift)
     if not module.check_mode:
         if file_changed:
-            write_file(module, path, after)
+            write_atomic(module, path, after)
         for entry in drift:
             write_live(module, params["proc_root"], entry["key"], entry["after"])
     diff = {}
