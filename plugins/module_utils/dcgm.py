@@ -4,8 +4,9 @@
 """Pure parsers for NVIDIA DCGM's ``dcgmi`` (no Ansible import, stdlib only).
 
 DCGM has no HTTP health API (nv-hostengine speaks DCGM's own protocol on 127.0.0.1:5555), so everything here
-reads ``dcgmi`` output: ``diag -r N`` (box table or ``-j`` JSON). The ``health -c``, ``discovery -l`` and
-``nvlink -s`` parsers, which no plugin uses, are test-only: tests/formats/dcgm.py.
+reads ``dcgmi`` output: ``diag -r N`` (box table or ``-j`` JSON) and ``health -f`` (the health watches that are
+set). The ``health -c``, ``discovery -l`` and ``nvlink -s`` parsers, which no plugin uses, are test-only:
+tests/formats/dcgm.py.
 
 Results are always lower case ``pass``/``fail``/``warn``/``skip``; test names keep DCGM's own spelling
 (``memory``, ``GPU Memory``, ``Persistence Mode``...).
@@ -320,3 +321,125 @@ def gpu_results(parsed):
         for gid, result in (test.get("gpus") or {}).items():
             out.setdefault(gid, {})[test["name"]] = result
     return out
+
+
+# ------------------------------------------------------------------------------------------------ health watches
+
+# Letters of ``dcgmi health -s`` -> the rows of ``dcgmi health -f`` each one turns on.
+# Source: DCGM's dcgmi (dcgmi/CommandLineParser.cpp, ProcessHealthCommandLine; dcgmi health --help lists a, p, m, i,
+# t, n) and dcgmi/Health.cpp (Health::GetWatches prints the rows PCIe, NVLINK, Memory, SM, InfoROM, Thermal, Power,
+# Driver, NvSwitch NF, NvSwitch F). d (driver) and x (NvSwitch) are the collection's letters for the Driver and
+# NvSwitch rows (roles/dcgm, the lab's dcgmi emulator); the dcgmi builds whose source was read reject them ("Invalid
+# flags detected"). Nothing sets the SM row (DCGM keeps it for later), so no letter maps to it.
+WATCH_ROWS = {
+    "p": ("PCIe",),
+    "m": ("Memory",),
+    "i": ("InfoROM",),
+    "t": ("Thermal", "Power"),
+    "n": ("NVLINK",),
+    "d": ("Driver",),
+    "x": ("NvSwitch NF", "NvSwitch F"),
+}
+WATCH_LETTERS = "pmitndx"
+# The letters whose rows ``dcgmi health -s a`` turns on in every DCGM whose source was read: DCGM 3.x sets PCIe,
+# Memory, InfoROM, Thermal, Power and NVLINK; DCGM 4.x adds both NvSwitch rows; none sets Driver. "a" requires
+# these rows only, so it holds on real hosts (a Driver or NvSwitch row that is on anyway is fine).
+ALL_WATCHES_LETTERS = "pmitn"
+_WATCHES_TITLE = "health monitor systems report"
+
+
+def validate_watch_letters(letters):
+    """None when ``letters`` is a valid ``dcgmi health -s`` value (``a``, or letters of WATCH_LETTERS, each once),
+    else the reason, for the message."""
+    if letters == "a":
+        return None
+    if not letters:
+        return "it is empty"
+    bad = sorted(set(c for c in letters if c not in WATCH_LETTERS))
+    if bad:
+        return "%s %s not a watch letter" % (", ".join(repr(c) for c in bad), "is" if len(bad) == 1 else "are")
+    twice = sorted(set(c for c in letters if letters.count(c) > 1))
+    if twice:
+        return "%s more than once (dcgmi rejects repeated letters)" % ", ".join(repr(c) for c in twice)
+    return None
+
+
+def watch_rows(letters):
+    """The rows of ``dcgmi health -f`` that must be On for ``dcgmi health -s <letters>``, in the order of
+    WATCH_LETTERS. ``a`` means the rows of ALL_WATCHES_LETTERS. Unknown letters raise ValueError."""
+    wanted = ALL_WATCHES_LETTERS if letters == "a" else letters
+    unknown = [c for c in wanted if c not in WATCH_ROWS]
+    if unknown:
+        raise ValueError("not a health watch letter: %s" % ", ".join(unknown))
+    rows = []
+    for letter in WATCH_LETTERS:
+        if letter in wanted:
+            rows.extend(WATCH_ROWS[letter])
+    return rows
+
+
+def _watch_state(value):
+    word = str(value if value is not None else "").strip().lower()
+    if word == "on":
+        return True
+    if word == "off":
+        return False
+    return None
+
+
+def parse_health_watches(text):
+    """Parse ``dcgmi health -f`` (DcgmiOutputTree, 18 + 70 wide) or ``dcgmi health -f -j``.
+
+    Text form::
+
+        Health monitor systems report
+        +-----------------+--------------------------------------------------------------------+
+        | PCIe            | On                                                                 |
+        | NVLINK          | Off                                                                |
+        ...
+        +-----------------+--------------------------------------------------------------------+
+
+    Returns ``{"watches": {row: True|False}, "errors": [lines]}``: the rows in dcgmi's order with their names as
+    printed (``PCIe``, ``NVLINK``, ``Memory``, ``SM``, ``InfoROM``, ``Thermal``, ``Power``, ``Driver``,
+    ``NvSwitch NF``, ``NvSwitch F``; ``-j`` sorts them by name), True for On. ``errors`` holds the lines that are
+    neither the title, a border nor an On/Off row (``Error: Unable to get health watches. Return: ...``, a
+    connection error), and ``<row>: <value>`` for a row that is neither On nor Off; no row at all with no error
+    line adds ``no health watch rows in the output``.
+    """
+    lines = (text or "").splitlines()
+    watches = {}
+    errors = []
+    rest = "\n".join(line for line in lines if line.strip().lower() != _WATCHES_TITLE)
+    if rest.lstrip().startswith("{"):
+        try:
+            body = _extract_json(rest).get("body")
+        except ValueError as e:
+            body = None
+            errors.append(str(e))
+        for name, node in (body.items() if isinstance(body, dict) else ()):
+            value = node.get("value") if isinstance(node, dict) else node
+            state = _watch_state(value)
+            if state is None:
+                errors.append("%s: %s" % (name, value))
+            else:
+                watches[name] = state
+        lines = []
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("+") or line.lower() == _WATCHES_TITLE:
+            continue
+        if not line.startswith("|"):
+            errors.append(line)
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) != 2 or not cells[0]:
+            errors.append(line)
+            continue
+        state = _watch_state(cells[1])
+        if state is None:
+            errors.append("%s: %s" % (cells[0], cells[1]))
+            continue
+        watches[cells[0]] = state
+    if not watches and not errors:
+        errors.append("no health watch rows in the output")
+    return {"watches": watches, "errors": errors}

@@ -87,6 +87,22 @@ def normalize_phys_state(text):
     return text
 
 
+ROCE_V2 = "RoCE v2"
+# An IPv4 address in a GID is IPv4-mapped: ::ffff:a.b.c.d, which sysfs prints as 0000:...:ffff:aabb:ccdd.
+IPV4_MAPPED_GID_PREFIX = "0000:0000:0000:0000:0000:ffff:"
+
+
+def roce_v2_ipv4_gid_index(types, gids):
+    """The lowest GID index of a port whose type is RoCE v2 and whose GID carries an IPv4 address, or None.
+
+    ``types`` and ``gids`` map the index (int) to the text of sysfs ``ports/<n>/gid_attrs/types/<i>`` and
+    ``ports/<n>/gids/<i>``; an unset entry (which fails to read) is left out or None. NCCL_IB_GID_INDEX takes this
+    index on a RoCE fabric (PRACTICE.md, NCCL)."""
+    found = [i for i, kind in types.items()
+             if (kind or "").strip() == ROCE_V2 and (gids.get(i) or "").strip().lower().startswith(IPV4_MAPPED_GID_PREFIX)]
+    return min(found) if found else None
+
+
 def parse_ibstat(text):
     """``ibstat`` (or ``ibstat mlx5_0``) -> list of ports.
 

@@ -120,6 +120,14 @@ ports:
       type: int
       returned: when known
       sample: 128
+    roce_v2_ipv4_gid_index:
+      description:
+        - Ethernet (RoCE) ports only, read from sysfs whatever O(source) is. The lowest GID index whose type is
+          C(RoCE v2) and whose GID carries an IPv4 address (C(::ffff:a.b.c.d)), the index C(NCCL_IB_GID_INDEX)
+          takes; null when the port has none (no IPv4 address on its interface).
+      type: int
+      returned: for Ethernet ports
+      sample: 3
     port_guid:
       description: Port GUID.
       type: str
@@ -205,6 +213,31 @@ def read_sysfs(root):
     return ports
 
 
+def _gid_table(directory):
+    """{index: text} of a sysfs GID directory; unset entries fail to read (EINVAL) and are left out."""
+    table = {}
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return table
+    for name in names:
+        if name.isdigit():
+            value = _read(os.path.join(directory, name))
+            if value:
+                table[int(name)] = value
+    return table
+
+
+def add_roce_gid_indexes(root, ports):
+    """Set roce_v2_ipv4_gid_index on every Ethernet port, from sysfs (ibstat does not show GIDs)."""
+    for port in ports:
+        if (port.get("link_layer") or "").lower() != "ethernet":
+            continue
+        pp = os.path.join(root, "class", "infiniband", port["ca"], "ports", str(port["port"]))
+        port["roce_v2_ipv4_gid_index"] = infiniband.roce_v2_ipv4_gid_index(
+            _gid_table(os.path.join(pp, "gid_attrs", "types")), _gid_table(os.path.join(pp, "gids")))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -241,6 +274,7 @@ def main():
         ports = read_sysfs(p["sysfs_root"])
     for port in ports:
         port["name"] = "%s:%s" % (port["ca"], port["port"])
+    add_roce_gid_indexes(p["sysfs_root"], ports)
 
     def wanted(port):
         return p["link_layer"] == "any" or (port.get("link_layer") or "").lower() == p["link_layer"].lower()

@@ -14,7 +14,8 @@ short_description: Report which of the wanted Debian packages are not installed,
 description:
   - Reads the installed state of the packages in O(names) with one C(dpkg-query -W) call and returns the specs
     that are not satisfied in RV(missing). It never changes anything.
-  - It is the collection's one reader of the dpkg database. The roles install through
+  - It is the collection's one reader of the dpkg database (the reader itself is shared with
+    M(clusterforge.gpu.nvidia_driver_state)). The roles install through
     M(clusterforge.gpu.packages), which runs it first and the package manager only for RV(missing). On a node
     where every package is present this costs one short C(dpkg-query), not an C(apt) module run that opens the
     package cache (about a second of CPU per node and role). Use it directly to read installed versions.
@@ -77,50 +78,13 @@ cmd:
   type: str
 """
 
-import re
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
-
-# dpkg package names: lower case letters, digits, + - . (at least two characters, starting alphanumeric); an
-# optional :arch qualifier.
-SPEC = re.compile(r"^(?P<name>[a-z0-9][a-z0-9+.\-]+(?::[a-z0-9\-]+)?)(?:=(?P<version>[^=*\s]+)(?P<glob>\*)?)?$")
-FORMAT = "${binary:Package}\t${Version}\t${db:Status-Abbrev}\n"
-
-
-def parse_spec(spec):
-    """(name, version or None, prefix match) for a spec, or None when it is not a plain apt spec."""
-    match = SPEC.match(spec.strip())
-    if not match:
-        return None
-    return match.group("name"), match.group("version"), bool(match.group("glob"))
-
-
-def parse_dpkg_query(text):
-    """{package: version} for the packages dpkg reports installed (status abbreviation ``ii``)."""
-    installed = {}
-    for line in text.splitlines():
-        fields = line.split("\t")
-        if len(fields) < 3:
-            continue
-        name, version, status = fields[0].strip(), fields[1].strip(), fields[2]
-        # Status-Abbrev: desired (i install, h hold, ...), current status (i installed), error flag.
-        if len(status) >= 2 and status[1] == "i" and version:
-            installed[name] = version
-            # binary:Package adds :arch only for foreign and multi-arch same packages; index the bare name too.
-            installed.setdefault(name.split(":")[0], version)
-    return installed
-
-
-def satisfied(parsed, installed):
-    name, version, prefix = parsed
-    have = installed.get(name)
-    if have is None:
-        return False
-    if version is None:
-        return True
-    return have.startswith(version) if prefix else have == version
+from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import quote
+# The parsers live in module_utils/packages.py (the collection's one dpkg reader); the names stay reachable here.
+from ansible_collections.clusterforge.gpu.plugins.module_utils.packages import (  # pylint: disable=unused-import
+    FORMAT, SPEC, installed_versions, parse_dpkg_query, parse_spec, satisfied,
+)
 
 
 def main():
@@ -132,21 +96,13 @@ def main():
         supports_check_mode=True,
     )
     names = [n for n in module.params["names"] if n and n.strip()]
-    tool = ToolRunner(module, "dpkg-query", module.params["dpkg_query_path"], required=False,
-                      option="dpkg_query_path")
-    if not tool.available:
-        module.exit_json(changed=False, missing=names, installed={}, supported=False)
-
     parsed = dict((spec, parse_spec(spec)) for spec in names)
     query = sorted(set(p[0] for p in parsed.values() if p))
-    installed = {}
-    if query:
-        # dpkg-query exits 1 when a name is unknown to dpkg (never installed): that is an answer, not an error.
-        rc, out, err = tool.run(["-W", "-f=" + FORMAT, "--"] + query, check_rc=False)
-        if rc not in (0, 1):
-            tool.fail(tool.calls[-1], rc, out, err)
-        installed = parse_dpkg_query(out)
-    cmd = quote(tool.calls[-1]) if tool.calls else ""
+    supported, installed, argv = installed_versions(module, query, module.params["dpkg_query_path"])
+    if not supported:
+        module.exit_json(changed=False, missing=names, installed={}, supported=False)
+
+    cmd = quote(argv) if argv else ""
     missing = [spec for spec in names if not parsed[spec] or not satisfied(parsed[spec], installed)]
     wanted = set(query)
     module.exit_json(changed=False, missing=missing, supported=True, cmd=cmd,

@@ -469,6 +469,8 @@ RETIRED = {
                                       "every role, RoCE QoS included)",
     "slurm_controller_nvidia_smi_path": "each GPU node now describes itself for slurm.conf (slurm_compute's facts "
                                         "play); set slurm_compute_nvidia_smi_path instead",
+    "lustre_client_verify": "the role's verify phase was removed: ansible.posix.mount mounts what is not mounted and "
+                            "clusterforge.gpu.lctl_param reads back every tuning it sets",
 }
 
 

@@ -158,3 +158,71 @@ def test_discovery_singular_and_sections():
     assert disc["gpu_count"] == 1 and disc["gpus"][0]["name"] == "NVIDIA H100 80GB HBM3"
     assert disc["gpus"][0]["pci_bus_id"] == "00000000:18:00.0"
     assert disc["nvswitch_count"] == 2 and disc["nvswitches"] == [8, 9]
+
+
+# ------------------------------------------------------------------------------------------------ health -f
+
+def watches_table(rows):
+    """``dcgmi health -f`` as Health::GetWatches prints it: a title, then a DcgmiOutputTree 18 + 70 wide."""
+    hline = "+" + "-" * 17 + "+" + "-" * 68 + "+\n"
+    body = "".join("| %s | %s |\n" % (name.ljust(15), value.ljust(66)) for name, value in rows)
+    return "Health monitor systems report\n" + hline + body + hline
+
+
+# The rows of DCGM 4.x's dcgmi (dcgmi/Health.cpp, GetWatches: PMU and MCU are not printed, SM is) after
+# `dcgmi health -s a`, which sets PCIe, Memory, InfoROM, Thermal, Power, NVLINK and both NvSwitch watches.
+DCGM4_AFTER_A = [("PCIe", "On"), ("NVLINK", "On"), ("Memory", "On"), ("SM", "Off"), ("InfoROM", "On"),
+                 ("Thermal", "On"), ("Power", "On"), ("Driver", "Off"), ("NvSwitch NF", "On"), ("NvSwitch F", "On")]
+
+
+def test_health_watches_table_rows_in_order():
+    parsed = D.parse_health_watches(watches_table(DCGM4_AFTER_A))
+    assert parsed["errors"] == []
+    assert list(parsed["watches"].items()) == [(name, value == "On") for name, value in DCGM4_AFTER_A]
+
+
+def test_health_watches_all_off_and_crlf():
+    text = watches_table([(name, "Off") for name, _v in DCGM4_AFTER_A]).replace("\n", "\r\n")
+    parsed = D.parse_health_watches(text)
+    assert parsed["errors"] == [] and len(parsed["watches"]) == 10 and not any(parsed["watches"].values())
+
+
+def test_health_watches_json():
+    text = ("Health monitor systems report\n{\n\t\"body\" : \n\t{\n\t\t\"Driver\" : \n\t\t{\n\t\t\t\"value\" : \"Off\"\n"
+            "\t\t},\n\t\t\"PCIe\" : \n\t\t{\n\t\t\t\"value\" : \"On\"\n\t\t}\n\t}\n}\n")
+    assert D.parse_health_watches(text) == {"watches": {"Driver": False, "PCIe": True}, "errors": []}
+
+
+@pytest.mark.parametrize("text,error", [
+    ("Error: Unable to get health watches. Return: Host engine connection invalid/disconnected\n",
+     "Error: Unable to get health watches. Return: Host engine connection invalid/disconnected"),
+    ("", "no health watch rows in the output"),
+    ("Health monitor systems report\n", "no health watch rows in the output"),
+    ("Health monitor systems report\n{\"body\" : \n", "output is not valid JSON"),
+])
+def test_health_watches_errors(text, error):
+    parsed = D.parse_health_watches(text)
+    assert parsed["watches"] == {} and parsed["errors"][0].startswith(error)
+
+
+def test_health_watches_unknown_value_is_an_error_not_a_watch():
+    parsed = D.parse_health_watches(watches_table([("PCIe", "On"), ("Memory", "Pending")]))
+    assert parsed["watches"] == {"PCIe": True} and parsed["errors"] == ["Memory: Pending"]
+
+
+def test_watch_rows_letters_and_a():
+    assert D.watch_rows("t") == ["Thermal", "Power"]
+    assert D.watch_rows("xp") == ["PCIe", "NvSwitch NF", "NvSwitch F"]  # WATCH_LETTERS' order, not the option's
+    assert D.watch_rows("a") == ["PCIe", "Memory", "InfoROM", "Thermal", "Power", "NVLINK"]
+    assert D.watch_rows(D.WATCH_LETTERS) == ["PCIe", "Memory", "InfoROM", "Thermal", "Power", "NVLINK", "Driver",
+                                             "NvSwitch NF", "NvSwitch F"]
+    with pytest.raises(ValueError):
+        D.watch_rows("q")
+
+
+@pytest.mark.parametrize("letters,reason", [
+    ("a", None), ("p", None), ("pmitndx", None), ("xdntimp", None), ("", "it is empty"),
+    ("pq", "'q' is not a watch letter"), ("zq", "'q', 'z' are not a watch letter"), ("aa", "'a' is not a watch letter"),
+    ("tt", "'t' more than once (dcgmi rejects repeated letters)")])
+def test_validate_watch_letters(letters, reason):
+    assert D.validate_watch_letters(letters) == reason

@@ -129,3 +129,50 @@ def test_auto_with_an_ibstat_path_that_does_not_exist_fails_rather_than_use_sysf
     r = run_module(ib_port_info, {"sysfs_root": root, "ibstat_path": "/opt/ofed/ibstat"},
                    Tool([], missing=("/opt/ofed/ibstat",)))
     assert r["failed"] and "ibstat was not found at /opt/ofed/ibstat (ibstat_path)" in r["msg"]
+
+
+def add_gids(root, ca, entries):
+    """entries: {index: (type or None for unset, gid)} under ports/1 of ca."""
+    p = root / "class" / "infiniband" / ca / "ports" / "1"
+    (p / "gid_attrs" / "types").mkdir(parents=True)
+    (p / "gids").mkdir()
+    for index, (kind, gid) in entries.items():
+        (p / "gid_attrs" / "types" / str(index)).write_text((kind + "\n") if kind else "")
+        (p / "gids" / str(index)).write_text(gid + "\n")
+
+
+# Indexes as a ConnectX port shows them with one IPv4 address: 0/1 the link-local IPv6 GID (RoCE v1/v2), 2/3
+# the IPv4-mapped GID (v1/v2). Unset entries read empty here (EINVAL on a real port).
+ROCE_GIDS = {
+    0: ("IB/RoCE v1", "fe80:0000:0000:0000:5aa2:e1ff:fea7:820e"),
+    1: ("RoCE v2", "fe80:0000:0000:0000:5aa2:e1ff:fea7:820e"),
+    2: ("IB/RoCE v1", "0000:0000:0000:0000:0000:ffff:0a4e:0015"),
+    3: ("RoCE v2", "0000:0000:0000:0000:0000:ffff:0a4e:0015"),
+    4: (None, "0000:0000:0000:0000:0000:0000:0000:0000"),
+}
+
+
+def test_roce_v2_ipv4_gid_index_from_sysfs(tmp_path):
+    root = make_sysfs(tmp_path, {"mlx5_0": ("4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)", "Ethernet"),
+                                 "mlx5_1": ("4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)", "Ethernet"),
+                                 "mlx5_2": ("4: ACTIVE", "5: LinkUp", "400 Gb/sec (4X NDR)", "InfiniBand")})
+    add_gids(tmp_path, "mlx5_0", ROCE_GIDS)
+    # No IPv4 address on mlx5_1's interface: only the link-local GIDs.
+    add_gids(tmp_path, "mlx5_1", dict((i, ROCE_GIDS[i]) for i in (0, 1)))
+    r = run_module(ib_port_info, {"source": "sysfs", "sysfs_root": root, "link_layer": "Ethernet"}, Tool([]))
+    by_name = dict((p["name"], p) for p in r["ports"])
+    assert by_name["mlx5_0:1"]["roce_v2_ipv4_gid_index"] == 3
+    assert by_name["mlx5_1:1"]["roce_v2_ipv4_gid_index"] is None
+    assert "roce_v2_ipv4_gid_index" not in by_name["mlx5_2:1"]
+
+
+def test_roce_gid_index_read_from_sysfs_with_ibstat_source(tmp_path):
+    text = IBSTAT.replace("Link layer: InfiniBand", "Link layer: Ethernet")
+    assert "Link layer: Ethernet" in text
+    root = tmp_path
+    for ca in ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"):
+        (root / "class" / "infiniband" / ca / "ports" / "1").mkdir(parents=True)
+    add_gids(root, "mlx5_0", ROCE_GIDS)
+    r = run_module(ib_port_info, {"sysfs_root": str(root), "link_layer": "Ethernet"}, ibstat_tool(text))
+    assert r["source"] == "ibstat"
+    assert [p.get("roce_v2_ipv4_gid_index") for p in r["ports"]] == [3, None, None, None]
