@@ -386,6 +386,21 @@ def _thresholds(thresholds):
 
 # ------------------------------------------------------------------------------------------------------ judges
 
+
+def _clock_range(value, host):
+    """The expected locked SM clock as (min, max) MHz: a number (min = max), [min, max] or {min, max}."""
+    if _is_map(value):
+        value = [value.get("min"), value.get("max")]
+    if isinstance(value, (list, tuple)):
+        if len(value) != 2 or _number(value[0]) is None or _number(value[1]) is None:
+            raise AnsibleFilterError("%s expected.sm_clock_locked_mhz: expected [min, max] in MHz, got %r" % (host, value))
+        low, high = sorted((_number(value[0]), _number(value[1])))
+        return low, high
+    number = _number(value)
+    if number is None:
+        raise AnsibleFilterError("%s expected.sm_clock_locked_mhz: expected MHz, got %r" % (host, value))
+    return number, number
+
 class _Judge(object):
     def __init__(self, measured, thresholds):
         self.m = measured
@@ -440,7 +455,7 @@ class _Judge(object):
             if expected.get("power_limit_w") is not None:
                 self.gpu_power(host, gpu, _number(expected["power_limit_w"]))
             if expected.get("sm_clock_locked_mhz") is not None:
-                self.gpu_clocks(host, gpu, _number(expected["sm_clock_locked_mhz"]))
+                self.gpu_clocks(host, gpu, _clock_range(expected["sm_clock_locked_mhz"], host))
 
     def gpu_count(self, host, info, gpus, want, node):
         found = len(gpus)
@@ -558,23 +573,27 @@ class _Judge(object):
                      unit="W")
 
     def gpu_clocks(self, host, gpu, want):
+        """``want`` is (min, max) in MHz: the SM clock must lie in the locked range (+/- the tolerance)."""
+        low, high = want
+        locked = ("%s MHz" % _whole(low)) if low == high else ("%s-%s MHz" % (_whole(low), _whole(high)))
+        expected = low if low == high else [low, high]
         subject = self.gpu_subject(host, gpu)
         have = _number(gpu.get("sm_clock_mhz"))
         if have is None:
             self.add("gpu.clocks", subject, "skip", "%s: nvidia-smi does not report the current SM clock" % subject,
-                     expected=want, unit="MHz")
+                     expected=expected, unit="MHz")
             return
         reasons = gpu.get("clock_event_reasons") if _is_map(gpu.get("clock_event_reasons")) else {}
         active = sorted(k for k, v in reasons.items() if v is True and k != "gpu_idle")
         why = " (active clock event reasons: %s)" % ", ".join(active) if active else ""
-        if abs(have - want) <= CLOCK_TOLERANCE_MHZ:
-            self.add("gpu.clocks", subject, "pass", "%s: SM clock %s MHz, locked at %s MHz"
-                     % (subject, _whole(have), _whole(want)), measured=have, expected=want, unit="MHz")
+        if low - CLOCK_TOLERANCE_MHZ <= have <= high + CLOCK_TOLERANCE_MHZ:
+            self.add("gpu.clocks", subject, "pass", "%s: SM clock %s MHz, locked at %s"
+                     % (subject, _whole(have), locked), measured=have, expected=expected, unit="MHz")
         else:
-            self.add("gpu.clocks", subject, "fail", "%s: SM clock %s MHz, expected locked at %s MHz (+/- %d MHz): "
+            self.add("gpu.clocks", subject, "fail", "%s: SM clock %s MHz, expected locked at %s (+/- %d MHz): "
                      "clocks not locked or held down%s"
-                     % (subject, _whole(have), _whole(want), CLOCK_TOLERANCE_MHZ, why),
-                     measured=have, expected=want, unit="MHz")
+                     % (subject, _whole(have), locked, CLOCK_TOLERANCE_MHZ, why),
+                     measured=have, expected=expected, unit="MHz")
 
     # ---------------------------------------------------------------- DCGM
     def dcgm(self, host, node):

@@ -860,3 +860,27 @@ def test_smoke_nodes_as_slurm_hostlists_and_registered_dd_task(measured):
         "slurm job 12: did not run on gpu03; ran on unexpected node(s) gpu07")
     measured_write = only(report, "storage.write", "gpu01:/lustre/validate")["measured"]
     assert measured_write == pytest.approx(1073741824 / 2.50127 / 1e9)
+
+
+@pytest.mark.parametrize("expected", [[1410, 1980], {"min": 1410, "max": 1980}, [1980, 1410]])
+def test_clocks_locked_to_a_range_pass_anywhere_in_it_and_fail_outside(measured, tmp_path, expected):
+    """gpu_tuning_locked_gpu_clocks is {min, max}: validate.yml passes [min, max], the judge takes the range."""
+    node = fresh_node(tmp_path, "gpu02")
+    node.ok("nvidia-smi", "-lgc", "1500,1980")   # the emulator runs the SM clock at the lock's minimum
+    measured["nodes"]["gpu02"]["nvidia_smi_info"] = node.nvidia_smi_info()
+    measured["nodes"]["gpu02"]["expected"]["sm_clock_locked_mhz"] = expected
+    report = judge(measured)
+    gpu0 = [c for c in checks(report, "gpu.clocks") if c["subject"].startswith("gpu02 GPU0 ")][0]
+    assert gpu0["status"] == "pass" and gpu0["measured"] == 1500 and gpu0["expected"] == [1410, 1980], gpu0
+    assert gpu0["message"].endswith("locked at 1410-1980 MHz")
+    node.ok("nvidia-smi", "-lgc", "1005,1005")
+    measured["nodes"]["gpu02"]["nvidia_smi_info"] = node.nvidia_smi_info()
+    report = judge(measured)
+    gpu0 = [c for c in checks(report, "gpu.clocks") if c["subject"].startswith("gpu02 GPU0 ")][0]
+    assert gpu0["status"] == "fail" and "expected locked at 1410-1980 MHz" in gpu0["message"], gpu0
+
+
+def test_a_malformed_clock_expectation_is_an_error_not_a_guess(measured):
+    measured["nodes"]["gpu02"]["expected"]["sm_clock_locked_mhz"] = ["t"]
+    with pytest.raises(AnsibleFilterError, match=r"gpu02 expected.sm_clock_locked_mhz: expected \[min, max\]"):
+        judge(measured)
