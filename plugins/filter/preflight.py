@@ -251,6 +251,21 @@ RULE_SETS = (
 )
 
 
+def extra_var_names():
+    """The names given with -e on this ansible-playbook command line (JSON, YAML, key=value or @file), read again
+    from the command line the way Ansible reads them; [] when there is none or it cannot be read."""
+    try:
+        from ansible import context  # pylint: disable=import-outside-toplevel
+        from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+        from ansible.utils.vars import load_extra_vars  # pylint: disable=import-outside-toplevel
+
+        if not (context.CLIARGS or {}).get("extra_vars"):
+            return []
+        return sorted(load_extra_vars(DataLoader()).keys())
+    except Exception:  # pylint: disable=broad-except
+        return []
+
+
 def preflight_inventory_report(hostvars, groups, lustre_enabled=True, fabric_required=True, strict=False,
                                rolling=False):
     """Every preflight rule over the whole inventory: ``{"errors": [...], "warnings": [...]}``.
@@ -262,7 +277,8 @@ def preflight_inventory_report(hostvars, groups, lustre_enabled=True, fabric_req
     # still report that it should be given as a real boolean).
     opts = {"lustre_enabled": boolean(lustre_enabled, strict=False),
             "fabric_required": boolean(fabric_required, strict=False),
-            "strict": boolean(strict, strict=False), "rolling": boolean(rolling, strict=False)}
+            "strict": boolean(strict, strict=False), "rolling": boolean(rolling, strict=False),
+            "extra_var_names": extra_var_names()}
     inv = Inventory(hostvars, groups)
     _READER[id(hostvars)] = inv
     try:

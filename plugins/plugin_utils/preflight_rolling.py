@@ -32,6 +32,7 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
     MISSING,
     ROLE_HOSTS,
     bool_advice,
+    load_role_specs,
     is_int,
     is_number,
     type_name,
@@ -456,6 +457,20 @@ def _label(value):
     return "not set" if value is MISSING else _show(value)
 
 
+def extra_role_variables(names, root=None):
+    """A role variable given with -e to a rolling playbook would be a silent no-op: the plan is a check-mode run of
+    rolling_apply.yml that is given only the rolling variables, so it finds no change and nothing is rolled (and the
+    next site.yml, which reads the inventory, would undo it anyway). Refuse it and say where the change goes."""
+    role_vars = set()
+    for role, options in load_role_specs(root).items():
+        if role != "preflight":
+            role_vars.update(options)
+    return ["inventory: %s: given with -e: a rolling change is planned and applied from the inventory (the plan's "
+            "check-mode run does not see -e values, so it would find no change, and the next site.yml would not "
+            "keep it); set %s in group_vars or host_vars, or in an extra inventory source (-i change.yml), then roll"
+            % (name, name) for name in names if name in role_vars or name.startswith("cluster_")]
+
+
 def check(inv, opts):
     """Errors of this rule set: a list of "<host or inventory>: <variable>: <rule>" strings."""
     if not (opts or {}).get("rolling"):
@@ -465,6 +480,8 @@ def check(inv, opts):
     if ref is None:
         return errors
     cluster = dict((name, inv.get_cluster(name, MISSING)) for name in ROLLING_VARIABLES)
+
+    errors.extend(extra_role_variables(opts.get("extra_var_names") or []))
 
     # Every rule on the cluster's value (extra vars and group_vars/all are the same on every host).
     for name in ROLLING_VARIABLES:

@@ -60,6 +60,9 @@ CASES = [
      "rolling_reboot_ok: must be a real boolean, got the string 'true'; give -e '{\"rolling_reboot_ok\": true}'"),
     ("role_variable", None, extra(gpu_tuning_power_limit_watts="lots"),
      "gpu01: gpu_tuning_power_limit_watts: "),
+    ("role_variable_given_with_e", None, extra(gpu_tuning_power_limit_watts=600),
+     "inventory: gpu_tuning_power_limit_watts: given with -e: a rolling change is planned and applied from the "
+     "inventory"),
     ("nodes_not_gpu", None, extra(rolling_nodes="gpu01,head01"),
      "rolling_nodes: names hosts that are not GPU nodes: head01"),
     ("nodes_unknown", None, extra(rolling_nodes="gpu[01-04]"),

@@ -113,3 +113,19 @@ def test_inventory_reader_effective_value_falls_back_to_the_role_default():
     assert inv.effective("gpu01", "gpu_tuning", "gpu_tuning_rack") == "r1"
     assert inv.effective("gpu01", "gpu_tuning", "gpu_tuning_node_overhead_watts") == \
         load_role_specs()["gpu_tuning"]["gpu_tuning_node_overhead_watts"]["default"]
+
+
+def test_extra_var_names_are_read_from_the_command_line(monkeypatch, tmp_path):
+    from ansible import context
+    from ansible.module_utils.common.collections import ImmutableDict
+    from ansible_collections.clusterforge.gpu.plugins.filter.preflight import extra_var_names
+
+    extra = tmp_path / "extra.yml"
+    extra.write_text("cluster_fabric_type: roce\n")
+    monkeypatch.setattr(context, "CLIARGS", ImmutableDict(extra_vars=(
+        '{"rolling_roles": ["gpu_tuning"], "gpu_tuning_power_limit_watts": 600}', "nccl_ib_timeout=22",
+        "@" + str(extra))))
+    assert extra_var_names() == ["cluster_fabric_type", "gpu_tuning_power_limit_watts", "nccl_ib_timeout",
+                                 "rolling_roles"]
+    monkeypatch.setattr(context, "CLIARGS", ImmutableDict())
+    assert extra_var_names() == []

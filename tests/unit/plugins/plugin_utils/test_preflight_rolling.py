@@ -391,3 +391,11 @@ def test_no_rule_raises_on_a_wrong_shape(name):
 
 def test_an_empty_inventory_does_not_raise():
     assert check(Inventory({}, {}), ON) == []
+
+
+def test_a_role_variable_given_with_e_is_refused_with_where_it_goes():
+    from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_rolling import extra_role_variables
+    errs = extra_role_variables(["rolling_roles", "gpu_tuning_power_limit_watts", "cluster_fabric_type",
+                                 "preflight_strict", "some_site_variable"])
+    assert [e.split(":", 2)[1].strip() for e in errs] == ["gpu_tuning_power_limit_watts", "cluster_fabric_type"]
+    assert "set gpu_tuning_power_limit_watts in group_vars or host_vars, or in an extra inventory source" in errs[0]
