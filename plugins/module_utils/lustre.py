@@ -320,9 +320,10 @@ def setstripe_args(desired):
 
 
 # ------------------------------------------------------------------------------------------------ server tools
-# Parsers for the Lustre server tools (tunefs.lustre, blkid, lctl get_param / llog_print, lnetctl), one per tool
-# output, and the pure decisions built on them. The modules lustre_target, lnet and lctl_param use them; the lab
-# emulators are read through the same parsers (tests/unit/test_emulator_lustre_server.py).
+# Parsers for the Lustre server tools (tunefs.lustre, blkid, lctl get_param / llog_print / dl, lnetctl), one per
+# tool output, and the pure decisions built on them. The modules lustre_target, lnet, lctl_param and
+# lustre_device_info use them; the lab emulators are read through the same parsers
+# (tests/unit/test_emulator_lustre_server.py).
 
 LDD_FLAG_MDT = 0x1
 LDD_FLAG_OST = 0x2
@@ -686,3 +687,50 @@ def lctl_value(value):
     if isinstance(value, bool):
         return "1" if value else "0"
     return str(value).strip()
+
+
+# ------------------------------------------------------------------------------------------------ lctl dl
+
+# The obd devices `lctl dl` lists UP once a target of each type is mounted: (obd type, name), where None is the
+# target's own name (its svname). A combined MGS and MDT0 starts both.
+TARGET_DL_DEVICES = {"mgs": (("mgs", "MGS"),), "mgs_mdt": (("mgs", "MGS"), ("mdt", None)), "mdt": (("mdt", None),),
+                     "ost": (("obdfilter", None),)}
+
+
+def parse_lctl_dl(text):
+    """Parse ``lctl dl``, one line per obd device: ``  3 UP obdfilter lfs-OST0000 lfs-OST0000_UUID 5``. The kernel's
+    ``devices`` list (obd_device_list_seq_show(): ``"%3d %s %s %s %s %d"``) and the netlink listing of newer lctl
+    (print_out_devices(): ``"%3s "`` then the fields with one space) print the same columns.
+
+    Returns ``[{"index", "status", "type", "name", "uuid", "refcount"}]`` in output order. ``status`` is ``UP``
+    (set up), ``ST`` (stopping), ``IN`` (inactive), ``AT`` (attached, not set up) or ``--``. The connection that
+    ``lctl dl -t`` appends to osc and mdc lines is ignored, and so is any line that is not a device.
+    """
+    devices = []
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[0].isdigit():
+            devices.append({"index": int(fields[0]), "status": fields[1], "type": fields[2], "name": fields[3],
+                            "uuid": fields[4], "refcount": _int_or_none(fields[5])})
+    return devices
+
+
+def targets_not_up(expect, devices):
+    """The obd devices of the ``expect``ed targets (``[{"svname", "type"}]``, type as in TARGET_TYPES) that
+    ``devices`` (parse_lctl_dl output) does not list UP: ``[{"svname", "type", "obd_type", "name", "status"}]``
+    in ``expect`` order, each obd device once. ``status`` is what ``lctl dl`` shows for it, None when unlisted.
+    """
+    shown = dict(((d["type"], d["name"]), d["status"]) for d in devices)
+    out = []
+    seen = set()
+    for want in expect:
+        for obd_type, name in TARGET_DL_DEVICES[want["type"]]:
+            key = (obd_type, name or want["svname"])
+            if key in seen:
+                continue
+            seen.add(key)
+            status = shown.get(key)
+            if status != "UP":
+                out.append({"svname": want["svname"], "type": want["type"], "obd_type": key[0], "name": key[1],
+                            "status": status})
+    return out

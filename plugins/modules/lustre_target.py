@@ -27,6 +27,8 @@ description:
     O(format_ok) says.
   - After formatting, each device is read again with C(tunefs.lustre --dryrun). The module fails if the new
     identity is not the requested one.
+  - With O(require_raid6=true), every OST device must be an active Linux md RAID-6 array, checked in C(/proc/mdstat)
+    before any device is read or written.
   - The module formats only. Mounting (which starts the target and registers it with the MGS) is left to
     M(ansible.posix.mount), in the order MGS, MDTs, OSTs.
 author:
@@ -112,11 +114,27 @@ options:
   blkid_path:
     description: Path of C(blkid). By default it is looked up on E(PATH) and in the sbin directories.
     type: path
+  require_raid6:
+    description:
+      - Require every target of type V(ost) to be an active Linux md RAID-6 array, for sites whose OSTs are software
+        RAID. The device path is resolved first (symbolic links such as C(/dev/disk/by-id/md-uuid-...) or
+        C(/dev/md/<name>) are followed), and the kernel device it names (C(md127)) must be listed in
+        O(mdstat_path) as C(active) (read-only and auto-read-only count as active) with personality C(raid6).
+      - The check runs before any device is read or written. If one OST device fails it, the module fails naming
+        every such device and what C(/proc/mdstat) says about it, and nothing is formatted. Other target types are
+        not checked.
+    type: bool
+    default: false
+  mdstat_path:
+    description: The md status file read for O(require_raid6). Change it only for tests.
+    type: path
+    default: /proc/mdstat
 notes:
   - Needs root, because it reads raw devices and formats them.
   - C(tunefs.lustre --dryrun) and C(blkid -p) only read. Each is run at most once per device and run. The
     read-back after a format adds one more C(tunefs.lustre --dryrun) for each formatted device.
   - Combined with O(format_ok=false), check mode is a safe way to see what a host's devices hold.
+  - O(require_raid6) reads C(/proc/mdstat) once and runs no command.
 seealso:
   - module: ansible.posix.mount
   - name: Lustre Operations Manual, Configuring a Lustre File System
@@ -140,6 +158,14 @@ EXAMPLES = r"""
         index: 1
         mgs_nids: [10.0.0.1@o2ib]
         servicenodes: [10.0.0.21@o2ib, 10.0.0.22@o2ib]
+    format_ok: true
+
+- name: Format the OSTs of an OSS whose OSTs are md RAID-6 arrays (fails, formatting nothing, if one is not)
+  clusterforge.gpu.lustre_target:
+    targets:
+      - {device: /dev/md/ost0, type: ost, fsname: lfs, index: 0, mgs_nids: [10.0.0.1@o2ib]}
+      - {device: /dev/md/ost1, type: ost, fsname: lfs, index: 1, mgs_nids: [10.0.0.1@o2ib]}
+    require_raid6: true
     format_ok: true
 
 - name: Only look at what the devices hold (fails on a foreign device, never formats)
@@ -206,6 +232,7 @@ msg:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.lustre import (
@@ -215,6 +242,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.lustre import (
     mkfs_args,
     target_svname,
 )
+from ansible_collections.clusterforge.gpu.plugins.module_utils.md import md_level_problem, parse_mdstat
 
 REFUSED = ("foreign", "missing", "unknown")
 
@@ -230,6 +258,31 @@ def read_device(module, tunefs, blkid, target):
         return first
     bl = blkid.run(["-p", "-o", "export", device], check_rc=False)
     return classify_device(target, True, tunefs=tu, blkid=bl)
+
+
+def raid6_problems(module, targets, mdstat_path):
+    """``device (md name) problem`` for each OST device that is not an active md RAID-6 array in mdstat."""
+    osts = [t["device"] for t in targets if t["type"] == "ost"]
+    if not osts:
+        return []
+    try:
+        with open(mdstat_path) as handle:
+            arrays = parse_mdstat(handle.read())
+        missing = ""
+    except (IOError, OSError) as e:
+        if os.path.exists(mdstat_path):
+            module.fail_json(msg="cannot read %s: %s" % (mdstat_path, to_native(e)), changed=False, targets=[], cmd=[])
+        arrays, missing = {}, " (there is no %s: the md driver is not loaded)" % mdstat_path
+    problems = []
+    for device in osts:
+        if not os.path.exists(device):
+            problems.append("%s does not exist" % device)
+            continue
+        name = os.path.basename(os.path.realpath(device))
+        problem = md_level_problem(name, arrays, "raid6")
+        if problem:
+            problems.append("%s (%s) %s%s" % (device, name, problem, missing))
+    return problems
 
 
 def describe(entry):
@@ -255,6 +308,8 @@ def main():
             tunefs_lustre_path=dict(type="path"),
             mkfs_lustre_path=dict(type="path"),
             blkid_path=dict(type="path"),
+            require_raid6=dict(type="bool", default=False),
+            mdstat_path=dict(type="path", default="/proc/mdstat"),
         ),
         supports_check_mode=True,
     )
@@ -265,6 +320,15 @@ def main():
     problems = check_targets(targets)
     if problems:
         module.fail_json(msg="invalid targets: %s" % "; ".join(problems), changed=False, targets=[], cmd=[])
+
+    # OSTs that must be md RAID-6 arrays are checked before any device is read.
+    if p["require_raid6"]:
+        problems = raid6_problems(module, targets, p["mdstat_path"])
+        if problems:
+            module.fail_json(msg="require_raid6 (lustre_server_ost_require_raid6 in the lustre_server role): these OST "
+                                 "devices are not active md RAID-6 arrays in %s, nothing was formatted: %s"
+                                 % (p["mdstat_path"], "; ".join(problems)),
+                             changed=False, targets=[], cmd=[])
 
     tunefs = ToolRunner(module, "tunefs.lustre", p["tunefs_lustre_path"], option="tunefs_lustre_path")
     blkid = ToolRunner(module, "blkid", p["blkid_path"], option="blkid_path")

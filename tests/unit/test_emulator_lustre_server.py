@@ -17,28 +17,6 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils import lustre as 
 TOOLS = ["mkfs.lustre", "tunefs.lustre", "mount.lustre", "lctl", "lnetctl"]
 
 
-def parse_lctl_dl(text):
-    """``lctl dl``: ``[{"index", "status", "type", "name", "uuid", "refcount"}]``. Test-only: no module of the
-    collection reads ``lctl dl``, so this parser lives with the emulator test that needs it."""
-    devices = []
-    for line in (text or "").splitlines():
-        fields = line.split()
-        if len(fields) >= 6 and fields[0].isdigit():
-            devices.append({"index": int(fields[0]), "status": fields[1], "type": fields[2], "name": fields[3],
-                            "uuid": fields[4], "refcount": int(fields[5]) if fields[5].isdigit() else None})
-    return devices
-
-
-def test_parse_lctl_dl():
-    text = ("  0 UP osd-ldiskfs lfs-MDT0000-osd lfs-MDT0000-osd_UUID 9\n"
-            "  1 UP mgs MGS MGS 5\n"
-            " 12 UP obdfilter lfs-OST0001 lfs-OST0001_UUID 5\n")
-    dl = parse_lctl_dl(text)
-    expected = [(0, "osd-ldiskfs", "lfs-MDT0000-osd"), (1, "mgs", "MGS"), (12, "obdfilter", "lfs-OST0001")]
-    assert [(d["index"], d["type"], d["name"]) for d in dl] == expected
-    assert dl[0]["refcount"] == 9 and dl[2]["status"] == "UP"
-
-
 @pytest.fixture
 def env(tmp_path):
     e = dict(os.environ)
@@ -164,7 +142,7 @@ def test_server_mount_order_params_and_client(lnet, tmp_path):
     assert rc != 0 and "already running" in err
     ldd = L.parse_tunefs_dryrun(emu("tunefs.lustre", ["--dryrun", devs / "ost1"], lnet)[1])["previous"]
     assert ldd["target"] == "cflab-OST0001" and ldd["first_time"] is False
-    dl = parse_lctl_dl(emu("lctl", ["dl"], lnet)[1])
+    dl = L.parse_lctl_dl(emu("lctl", ["dl"], lnet)[1])
     up = {(d["type"], d["name"]) for d in dl if d["status"] == "UP"}
     assert {("mgs", "MGS"), ("mdt", "cflab-MDT0000"), ("obdfilter", "cflab-OST0000"),
             ("obdfilter", "cflab-OST0001")} <= up

@@ -279,3 +279,57 @@ def test_llog_params_deletion_record_removes_the_parameter():
     text = ("- { index: 2, event: set_param, device: general, parameter: osc.*.max_dirty_mb, value: 1024 }\n"
             "- { index: 3, event: set_param, device: general, parameter: osc.*.max_dirty_mb }\n")
     assert L.parse_llog_params(text)["params"] == {}
+
+
+# --------------------------------------------------------------------------------------------- lctl dl
+# obd_device_list_seq_show() of lustre/obdclass/class_obd.c: "%3d %s %s %s %s %d\n" (index, status, type, name,
+# uuid, refcount); status UP, ST (stopping), IN (inactive), AT (attached) or --. A combined MGS/MDT0 and two OSTs,
+# one OST stopping and one only attached; a client's osc line with the connection `lctl dl -t` appends.
+LCTL_DL = """  0 UP osd-ldiskfs MGS-osd MGS-osd_UUID 4
+  1 UP mgs MGS MGS 7
+  2 UP mgc MGC10.0.0.1@o2ib 7c1f0e4a-2b6d-4f3e-9a8b-1c2d3e4f5a6b 4
+  3 UP osd-ldiskfs lfs-MDT0000-osd lfs-MDT0000-osd_UUID 9
+  4 UP mds MDS MDS_uuid 2
+  5 UP lod lfs-MDT0000-mdtlov lfs-MDT0000-mdtlov_UUID 3
+  6 UP mdt lfs-MDT0000 lfs-MDT0000_UUID 9
+  7 UP mdd lfs-MDD0000 lfs-MDD0000_UUID 3
+  8 UP osd-ldiskfs lfs-OST0000-osd lfs-OST0000-osd_UUID 4
+  9 UP ost OSS OSS_uuid 2
+ 10 UP obdfilter lfs-OST0000 lfs-OST0000_UUID 5
+ 11 ST obdfilter lfs-OST0001 lfs-OST0001_UUID 3
+ 12 AT obdfilter lfs-OST0002 lfs-OST0002_UUID 1
+ 13 UP osc lfs-OST0000-osc-ffff8d4b3a5e1000 e2a1c3b4-5d6e-4f70-8192-a3b4c5d6e7f8 4 10.0.0.21@o2ib
+"""
+
+
+def test_lctl_dl():
+    dl = L.parse_lctl_dl(LCTL_DL)
+    assert len(dl) == 14
+    assert dl[1] == {"index": 1, "status": "UP", "type": "mgs", "name": "MGS", "uuid": "MGS", "refcount": 7}
+    assert (dl[10]["type"], dl[10]["name"], dl[10]["uuid"], dl[10]["refcount"]) == \
+        ("obdfilter", "lfs-OST0000", "lfs-OST0000_UUID", 5)
+    assert [d["status"] for d in dl[10:13]] == ["UP", "ST", "AT"]
+    assert dl[13]["name"] == "lfs-OST0000-osc-ffff8d4b3a5e1000" and dl[13]["refcount"] == 4  # -t connection ignored
+    assert L.parse_lctl_dl("") == [] and L.parse_lctl_dl(None) == []
+    assert L.parse_lctl_dl("error: device_list: No such file or directory\n") == []
+
+
+def test_targets_not_up():
+    dl = L.parse_lctl_dl(LCTL_DL)
+    up = [{"svname": "lfs-MDT0000", "type": "mgs_mdt"}, {"svname": "lfs-OST0000", "type": "ost"}]
+    assert L.targets_not_up(up, dl) == []
+    assert L.targets_not_up([{"svname": "MGS", "type": "mgs"}, {"svname": "lfs-MDT0000", "type": "mdt"}], dl) == []
+    missing = L.targets_not_up(up + [{"svname": "lfs-OST0001", "type": "ost"}, {"svname": "lfs-OST0002", "type": "ost"},
+                                     {"svname": "lfs-OST0003", "type": "ost"}], dl)
+    assert missing == [
+        {"svname": "lfs-OST0001", "type": "ost", "obd_type": "obdfilter", "name": "lfs-OST0001", "status": "ST"},
+        {"svname": "lfs-OST0002", "type": "ost", "obd_type": "obdfilter", "name": "lfs-OST0002", "status": "AT"},
+        {"svname": "lfs-OST0003", "type": "ost", "obd_type": "obdfilter", "name": "lfs-OST0003", "status": None}]
+    # the type matters: an MDT name is not an OST, and a combined MGS/MDT needs the MGS too
+    assert [m["obd_type"] for m in L.targets_not_up([{"svname": "lfs-MDT0000", "type": "ost"}], dl)] == ["obdfilter"]
+    no_mgs = [d for d in dl if d["type"] != "mgs"]
+    assert L.targets_not_up([{"svname": "lfs-MDT0000", "type": "mgs_mdt"}], no_mgs) == [
+        {"svname": "lfs-MDT0000", "type": "mgs_mdt", "obd_type": "mgs", "name": "MGS", "status": None}]
+    # each obd device is reported once
+    assert len(L.targets_not_up([{"svname": "MGS", "type": "mgs"}, {"svname": "lfs-MDT0000", "type": "mgs_mdt"}],
+                                no_mgs)) == 1

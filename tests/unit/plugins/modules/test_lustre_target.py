@@ -4,6 +4,8 @@ The fake devices are files under tmp_path (the module checks that a device exist
 FakeTools, and mkfs.lustre changes it, so read-back and idempotence are tested like on a host.
 """
 
+import os
+
 import pytest
 
 from cf_module_helper import Tool, run_module
@@ -230,3 +232,99 @@ def test_mkfs_not_needed_when_everything_is_present(devs):
     tool = Tool(FakeTools(present(devs)), missing=("mkfs.lustre",))
     result = run_module(lustre_target, {"targets": targets(devs)}, tool)
     assert result["changed"] is False and "failed" not in result
+
+
+# ------------------------------------------------------------------------------------------------ require_raid6
+# /proc/mdstat in the kernel's format (md_seq_show): md0 raid6, md1 raid6 auto-read-only, md2 raid5, md3 raid1,
+# md4 raid6 read-only, md127 inactive.
+MDSTAT = os.path.join(os.path.dirname(os.path.dirname(__file__)), "module_utils", "fixtures", "md",
+                      "mdstat-oss-raid6-raid5-inactive.txt")
+
+
+@pytest.fixture
+def mddevs(tmp_path):
+    """Device files named like the kernel's block devices, and /dev/disk/by-id and /dev/md/<name> style links."""
+    paths = {}
+    for name in ("mdt0", "md0", "md1", "md2", "md3", "md4", "md127", "sdb"):
+        p = tmp_path / name
+        p.write_bytes(b"")
+        paths[name] = str(p)
+    (tmp_path / "by-id").mkdir()
+    (tmp_path / "md").mkdir()
+    for link, target in (("by-id/md-name-oss1:ost0", "../md0"), ("md/ost1", "../md1"), ("md/ost2", "../md2")):
+        os.symlink(target, str(tmp_path / link))
+        paths[link] = str(tmp_path / link)
+    return paths
+
+
+def ost(device, index):
+    return {"device": device, "type": "ost", "fsname": "cflab", "index": index, "mgs_nids": ["10.0.0.1@tcp"]}
+
+
+def raid_targets(mddevs, *osts):
+    return [{"device": mddevs["mdt0"], "type": "mgs_mdt", "fsname": "cflab", "index": 0}] + \
+        [ost(mddevs[name], i) for i, name in enumerate(osts)]
+
+
+def test_raid6_osts_proceed(mddevs):
+    """md0 (through a by-id link), md1 auto-read-only (through /dev/md/<name>) and md4 read-only are RAID-6."""
+    tg = raid_targets(mddevs, "by-id/md-name-oss1:ost0", "md/ost1", "md4")
+    result, tool = run({"targets": tg, "format_ok": True, "require_raid6": True, "mdstat_path": MDSTAT}, FakeTools({}))
+    assert "failed" not in result and result["changed"] is True, result
+    assert tool.count("mkfs.lustre") == 4
+    assert [t["device"] for t in result["targets"]][1:] == [mddevs["by-id/md-name-oss1:ost0"], mddevs["md/ost1"],
+                                                            mddevs["md4"]]
+
+
+def test_non_raid6_osts_fail_before_any_command_naming_each(mddevs):
+    tg = raid_targets(mddevs, "md0", "sdb", "md2", "md127", "md/ost2", "md3")
+    for check_mode in (False, True):
+        result, tool = run({"targets": tg, "format_ok": True, "require_raid6": True, "mdstat_path": MDSTAT},
+                           FakeTools({}), check_mode=check_mode)
+        assert result["failed"] is True and result["changed"] is False and tool.calls == []
+        msg = result["msg"]
+        assert msg.startswith("require_raid6 (lustre_server_ost_require_raid6 in the lustre_server role): these OST "
+                              "devices are not active md RAID-6 arrays in %s, nothing was formatted: " % MDSTAT)
+        problems = msg.split("nothing was formatted: ", 1)[1].split("; ")
+        assert problems == ["%s (sdb) is not an md array" % mddevs["sdb"],
+                            "%s (md2) is raid5, not raid6" % mddevs["md2"],
+                            "%s (md127) is inactive" % mddevs["md127"],
+                            "%s (md2) is raid5, not raid6" % mddevs["md/ost2"],
+                            "%s (md3) is raid1, not raid6" % mddevs["md3"]]
+        assert result["targets"] == [] and result["cmd"] == []
+
+
+def test_raid6_not_checked_for_mdt_and_mgs(mddevs):
+    """The MDT sits on a raid5 array and the MGS on a plain disk: only OSTs must be RAID-6."""
+    tg = [{"device": mddevs["sdb"], "type": "mgs"},
+          {"device": mddevs["md2"], "type": "mdt", "fsname": "cflab", "index": 0, "mgs_nids": ["10.0.0.1@tcp"]},
+          ost(mddevs["md0"], 0)]
+    result, tool = run({"targets": tg, "format_ok": True, "require_raid6": True, "mdstat_path": MDSTAT}, FakeTools({}))
+    assert "failed" not in result, result
+    assert tool.count("mkfs.lustre") == 3
+
+
+def test_raid6_off_by_default(mddevs):
+    tg = raid_targets(mddevs, "sdb", "md2")
+    result, _tool = run({"targets": tg, "format_ok": True, "mdstat_path": MDSTAT}, FakeTools({}))
+    assert "failed" not in result and result["changed"] is True, result
+
+
+def test_raid6_without_mdstat(mddevs, tmp_path):
+    """No /proc/mdstat (md driver not loaded): every OST fails, saying so; a host without OSTs does not read it."""
+    nosuch = str(tmp_path / "nosuch-mdstat")
+    result, tool = run({"targets": raid_targets(mddevs, "md0"), "format_ok": True, "require_raid6": True,
+                        "mdstat_path": nosuch}, FakeTools({}))
+    assert result["failed"] is True and tool.calls == []
+    assert ("%s (md0) is not an md array (there is no %s: the md driver is not loaded)" % (mddevs["md0"], nosuch)
+            in result["msg"])
+    result, _tool = run({"targets": raid_targets(mddevs), "format_ok": True, "require_raid6": True,
+                         "mdstat_path": nosuch}, FakeTools({}))
+    assert "failed" not in result, result
+
+
+def test_raid6_missing_ost_device(mddevs, tmp_path):
+    tg = raid_targets(mddevs) + [ost(str(tmp_path / "md9"), 0)]
+    result, tool = run({"targets": tg, "format_ok": True, "require_raid6": True, "mdstat_path": MDSTAT}, FakeTools({}))
+    assert result["failed"] is True and tool.calls == []
+    assert result["msg"].endswith("nothing was formatted: %s does not exist" % (tmp_path / "md9"))
