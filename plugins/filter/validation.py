@@ -401,6 +401,7 @@ def _clock_range(value, host):
         raise AnsibleFilterError("%s expected.sm_clock_locked_mhz: expected MHz, got %r" % (host, value))
     return number, number
 
+
 class _Judge(object):
     def __init__(self, measured, thresholds):
         self.m = measured

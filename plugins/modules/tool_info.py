@@ -13,8 +13,8 @@ module: tool_info
 short_description: Find programs on a host the way the collection's modules find them
 version_added: "1.0.0"
 description:
-  - Looks up each program of O(names) with the collection's one tool finder (the one every module of the collection
-    uses): an explicit path from O(paths) must exist and be executable; otherwise the program is looked up on
+  - Looks up each program of O(names) with the collection's one tool finder, the one every module of the collection
+    uses. An explicit path from O(paths) must exist and be executable; otherwise the program is looked up on
     C(PATH), in C(PATH) order, then in C(/sbin), C(/usr/sbin) and C(/usr/local/sbin).
   - Returns where each was found and which are missing. With O(required=true) a missing program fails the task with
     one message that names every missing program and adds O(hint), before anything else is done.
@@ -32,8 +32,8 @@ options:
     required: true
   paths:
     description:
-      - Explicit paths for some of the programs, C({name: path}). A path given here that does not exist fails the
-        task (whatever O(required) is), naming it.
+      - "Explicit paths for some of the programs, C({name: path}). A path given here that does not exist fails the
+        task (whatever O(required) is), naming it."
     type: dict
     default: {}
   required:

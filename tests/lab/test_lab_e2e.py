@@ -137,14 +137,18 @@ def test_a_plain_rerun_repairs_every_kind_of_drift(converged):
     """Operators run site.yml to repair drift: nothing is skipped on the strength of an earlier run's record."""
     want_dirty_mb = lustre_param("gpu02", "osc.*.max_dirty_mb")
     assert want_dirty_mb == ["2048"], want_dirty_mb
-    # Drift on gpu02 only, of five kinds: a managed file, a GPU setting read back from the tool, a clock setting,
-    # a Lustre client tunable, and a stopped daemon.
+    # Drift on gpu02 only, of six kinds: a managed file, a GPU setting read back from the tool, a clock setting,
+    # a Lustre client tunable, a stopped daemon, and LNet unconfigured under an active lnet.service.
     assert podman_exec("gpu02", "sh", "-c", "echo NCCL_DEBUG=TRACE >> /etc/nccl.conf")[0] == 0
     assert podman_exec("gpu02", "nvidia-smi", "-i", "3", "-pm", "0")[0] == 0
     assert podman_exec("gpu02", "nvidia-smi", "-i", "2", "-ac", "2619,1755")[0] == 0
     assert podman_exec("gpu02", "lctl", "set_param", "osc.*.max_dirty_mb=512")[0] == 0
     assert lustre_param("gpu02", "osc.*.max_dirty_mb") == ["512"]
     assert podman_exec("gpu02", "systemctl", "stop", "munge")[0] == 0
+    # LNet unconfigured by hand while lnet.service stays active. (A real node refuses while Lustre is mounted; the
+    # emulator lets it happen, which stands for a client whose mounts were taken down first.)
+    assert podman_exec("gpu02", "lnetctl", "lnet", "unconfigure")[0] == 0
+    assert podman_exec("gpu02", "lnetctl", "net", "show")[0] != 0
     # Without munge, slurmd cannot answer slurmctld's next ping and the node is marked not responding ("*"); wait
     # for it, so that the repair below has a node to bring back (restart slurmd once munge runs).
     deadline = time.monotonic() + 240
@@ -170,6 +174,8 @@ def test_a_plain_rerun_repairs_every_kind_of_drift(converged):
     assert rc == 0 and set(text.split()) == {"1980"}, text
     assert lustre_param("gpu02", "osc.*.max_dirty_mb") == want_dirty_mb
     assert podman_exec("gpu02", "systemctl", "is-active", "munge")[0] == 0
+    rc, text = podman_exec("gpu02", "lnetctl", "net", "show")
+    assert rc == 0 and "net type: tcp" in text, text
     # And the run after the repair changes nothing anywhere.
     rc, out = site()
     assert rc == 0, out
