@@ -1,0 +1,81 @@
+"""Every role has a README whose variable tables are generated from its argument spec (tests/tools/role_readme.py)
+and up to date: edit meta/argument_specs.yml, then run `python tests/tools/role_readme.py`."""
+
+import importlib.util
+import os
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SPEC = importlib.util.spec_from_file_location("cf_role_readme", os.path.join(ROOT, "tests", "tools", "role_readme.py"))
+role_readme = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(role_readme)
+
+ROLES = sorted(d for d in os.listdir(os.path.join(ROOT, "roles")) if os.path.isdir(os.path.join(ROOT, "roles", d)))
+
+
+def _readme(role):
+    with open(os.path.join(ROOT, "roles", role, "README.md")) as f:
+        return f.read()
+
+
+def _options(options, prefix=""):
+    """(table title, option name) of every option and suboption, recursively."""
+    for name, opt in options.items():
+        yield prefix, name
+        if opt.get("options"):
+            yield from _options(opt["options"], "%s.%s" % (prefix, name) if prefix else name)
+
+
+def test_every_role_has_an_argument_spec_and_a_readme():
+    assert role_readme.role_names(ROOT) == ROLES
+    missing = [r for r in ROLES if not os.path.isfile(os.path.join(ROOT, "roles", r, "README.md"))]
+    assert not missing, "roles without README.md (run python tests/tools/role_readme.py): %s" % missing
+
+
+def test_readmes_are_up_to_date():
+    stale = [os.path.relpath(path, ROOT) for _role, path, _text in role_readme.outdated(ROOT)]
+    assert not stale, "out of date, run python tests/tools/role_readme.py: %s" % stale
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_every_option_is_in_its_entry_points_table(role):
+    text = _readme(role)
+    generated = text[text.index(role_readme.GENERATED):text.index(role_readme.END_GENERATED)]
+    spec = role_readme.load_spec(role, ROOT)
+    for ep in spec:
+        section = generated.split("## Entry point `%s`\n" % ep, 1)[1].split("\n## ", 1)[0]
+        for title, name in _options(spec[ep].get("options") or {}):
+            table = section
+            if title:
+                table = section.split("### Suboptions of `%s`\n" % title, 1)[1].split("\n### ", 1)[0]
+            assert "\n| `%s` |" % name in table, (role, ep, title, name)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_readme_layout(role):
+    text = _readme(role)
+    assert text.startswith("# clusterforge.gpu.%s\n" % role)
+    positions = [text.index(m) for m in role_readme.MARKERS]
+    assert positions == sorted(positions) and all(text.count(m) == 1 for m in role_readme.MARKERS)
+    assert "ansible.builtin.import_role:\n        name: clusterforge.gpu.%s\n" % role in text
+    assert "`python tests/tools/role_readme.py`" in text
+
+
+def test_hand_written_part_is_kept_and_text_outside_the_markers_is_refused(tmp_path):
+    text = _readme("slurm_compute")
+    intro = role_readme.current_intro(text, "README.md")
+    assert intro and intro in text and "First GPU job" in intro
+    edited = text.replace(role_readme.END_INTRO, "A new line.\n\n" + role_readme.END_INTRO)
+    assert role_readme.render("slurm_compute", ROOT, existing=edited).count("A new line.") == 1
+    with pytest.raises(role_readme.ReadmeError):
+        role_readme.current_intro(text + "\nlost text\n", "README.md")
+    # A README written by hand (no markers) becomes the hand-written part, without its title.
+    assert role_readme.current_intro("# Title\n\nSome text.\n", "README.md") == "Some text."
+
+
+def test_cell_escaping():
+    assert role_readme.md("a|b <dir>/* `x|y` rolling_* cluster_name") == \
+        "a\\|b \\<dir>/\\* `x\\|y` rolling\\_\\* cluster_name"
+    assert role_readme.flow(None) == "null" and role_readme.flow("cf-health:") == "'cf-health:'"
+    assert role_readme.flow([{"name": "gpu", "default": True}]) == "[{name: gpu, default: true}]"
