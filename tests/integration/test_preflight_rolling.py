@@ -77,6 +77,11 @@ CASES = [
      "rolling_health_nccl_min_busbw_gbps: 3200 GB/s is more than one node's NVLink can carry"),
     ("run_id_with_space", None, extra(rolling_run_id="kernel update"),
      "rolling_run_id: 'kernel update' (string) cannot name a Slurm drain reason"),
+    # A batch of one node of a two-node rack: the whole rack is judged, not the batch.
+    ("rack_over_budget_rolling_one_node",
+     lambda inv: group_vars(inv, "gpu_nodes").update({"gpu_tuning_rack": "r01", "gpu_tuning_rack_power_budget_watts": 15000}),
+     extra(rolling_nodes="gpu01", rolling_serial=[1]),
+     "rack 'r01' would draw 20400 W with 2 nodes, over its budget of 15000 W"),
     ("serial_only_on_gpu_nodes", lambda inv: group_vars(inv, "gpu_nodes").update(rolling_serial=[2]), extra(),
      "rolling_serial: is set differently on some hosts"),
 ]

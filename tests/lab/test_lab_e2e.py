@@ -407,6 +407,27 @@ def test_rolling_check_mode_drains_nothing(converged, tmp_path):
     assert {h: power_limits(h) for h in ("gpu01", "gpu02")} == before
 
 
+def test_a_change_that_fails_in_the_plan_drains_nothing_and_names_node_task_and_why(converged, tmp_path):
+    """The plan reads the check-mode run as JSON: a failure is reported per node and task, and nothing is drained."""
+    override = tmp_path / "bad_change.yml"
+    # Only the node can tell that no interface holds this address, so preflight lets it through to the plan.
+    override.write_text("gpu_nodes:\n  vars:\n    nccl_socket_ip: 192.0.2.7\n")
+    roles = '{"rolling_roles": ["clusterforge.gpu.nccl"], "rolling_poll_interval_seconds": 2}'
+    with Monitor() as mon:
+        rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", str(override),
+                       "playbooks/rolling_reconfigure.yml", "-e", roles])
+    assert rc != 0, out
+    assert "The change failed in check mode" in out and "nothing was drained" in out, out
+    # The callback may wrap the message: compare it with its whitespace joined.
+    flat = " ".join(out.split())
+    assert "Failed: " in flat and "Last lines" not in flat, out
+    for node in ("gpu01", "gpu02"):
+        assert re.search(r"%s: (?:\S+ : )?Refuse a node where no interface holds the socket address: %s: no interface "
+                         r"holds 192\.0\.2\.7" % (node, node), flat), out
+    assert not any(s.startswith(("drain", "drng")) or r != "none" for snap in mon.snapshots for s, r in snap.values()), \
+        mon.snapshots
+
+
 # ------------------------------------------------------------------------------------------------- validation
 
 VALIDATION_CHECKS = {"gpu.count", "gpu.health", "dcgm.diag", "pcie.acs", "ib.port", "ib.port_count", "ib.fabric",
