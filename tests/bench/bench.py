@@ -48,7 +48,7 @@ SLURM_PEER_SECONDS = 19
 ENV = dict(os.environ)
 ENV.update({
     "CONTAINERS_CONF": os.path.join(ROOT, "tests", "lab", "containers.conf"),
-    "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+    "ANSIBLE_CONFIG": os.path.join(ROOT, "tests", "lab", "ansible.cfg"),
     "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".cache", "collections"),
     "ANSIBLE_NOCOLOR": "1",
     "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),

@@ -17,7 +17,7 @@ BIN = os.path.join(ROOT, ".venv", "bin")
 ENV = dict(os.environ)
 ENV.update({
     "CONTAINERS_CONF": os.path.join(ROOT, "tests", "lab", "containers.conf"),
-    "ANSIBLE_CONFIG": os.path.join(ROOT, "ansible.cfg"),
+    "ANSIBLE_CONFIG": os.path.join(ROOT, "tests", "lab", "ansible.cfg"),
     "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".cache", "collections"),
     "ANSIBLE_NOCOLOR": "1",
     "ANSIBLE_FORCE_COLOR": "0",
