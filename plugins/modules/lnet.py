@@ -21,7 +21,12 @@ description:
   - Networks and interfaces that LNet has but O(networks) does not name are left alone, and LNet is never
     reloaded. Removing a network, or reloading LNet, cuts every Lustre connection of the node.
   - Where LNet is not running yet (C(lnetctl net show) reports the network down or the LNet device missing),
-    only the file is written. Start C(lnet.service) after this module, so that it imports the file just written.
+    and O(service) is not set, only the file is written.
+  - With O(service) (C(lnet.service)), the module also manages the systemd unit that loads LNet and imports
+    O(config_path): it reloads systemd where the unit file is new or changed on disk, enables the unit, and where
+    LNet is not configured, starts the unit (or restarts it, where the unit is active but LNet was unconfigured
+    by hand), then reads the networks back, adds any that the import missed, and fails if LNet is still not up.
+    A unit is never restarted while LNet is configured.
 author:
   - ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
@@ -68,10 +73,20 @@ options:
   lnetctl_path:
     description: Path of C(lnetctl). By default it is looked up on E(PATH) and in the sbin directories.
     type: path
+  service:
+    description:
+      - The systemd unit that configures LNet and imports O(config_path) when it starts (the Lustre packages
+        ship C(lnet.service)). The module enables it and starts it where LNet is not configured.
+      - Where LNet is configured but the unit is not active (LNet brought up another way, for example by
+        C(modprobe lnet) options and C(lctl network up)), the unit is enabled for the next boot but not started
+        now: its start would import networks that already exist. The result warns.
+      - Not set (the default), the module does not touch systemd.
+    type: str
 notes:
   - Needs root.
   - One C(lnetctl net show) call per run. One C(lnetctl net add) call for each network that lacks interfaces,
-    followed by a second C(lnetctl net show) to read the result back.
+    followed by a second C(lnetctl net show) to read the result back. With O(service), one C(systemctl show)
+    of the unit, and a second C(lnetctl net show) after a start.
   - The file is written with mode C(0644) and a header saying that Ansible manages it. Comments and other
     sections (peers, routes, global settings) that were in the file are replaced.
 seealso:
@@ -90,20 +105,21 @@ EXAMPLES = r"""
       - net: tcp0
         interfaces: [eth1]
 
-# The file first, then the service: on a new node lnet.service imports the file just written.
-- name: Configure LNet
+# The file, then the unit: on a new node lnet.service is enabled and started, and imports the file just written.
+# Where the unit is active but LNet was unconfigured by hand, the unit is restarted. A configured LNet is never
+# restarted: missing interfaces are added live.
+- name: Configure LNet and its unit
   clusterforge.gpu.lnet:
     networks: [{net: o2ib0, interfaces: [ib0]}]
-- name: Enable and start LNet
-  ansible.builtin.systemd_service:
-    name: lnet.service
-    enabled: true
-    state: started
+    service: lnet.service
 """
 
 RETURN = r"""
 running:
-  description: Whether LNet was running when the module read it. With V(false), only the file was managed.
+  description:
+    - Whether LNet is configured (running) at the end of the run, read with C(lnetctl net show) (after O(service)
+      started it, where it did). With V(false), only the file (and the unit) were managed: in check mode, where
+      the unit would be started.
   returned: always
   type: bool
   sample: true
@@ -130,6 +146,13 @@ cmd:
   type: list
   elements: str
   sample: ["/usr/sbin/lnetctl net add --net o2ib0 --if ib1"]
+service:
+  description:
+    - What was (or would be, in check mode) done to O(service). Absent without O(service).
+    - C(action) is V(started), V(restarted) or V(none). C(enabled) is whether the unit is enabled after the run.
+  returned: when O(service) is set
+  type: dict
+  sample: {name: lnet.service, daemon_reloaded: false, enabled: true, enabled_changed: false, action: started}
 msg:
   description: A summary of what was (or would be) done.
   returned: always
@@ -191,6 +214,53 @@ def live_view(nets):
     return dict((net, sorted(i for ni in nis for i in ni.get("interfaces") or [])) for net, nis in nets.items())
 
 
+# UnitFileState values that need no `systemctl enable` (static, generated and indirect units cannot be enabled)
+_ENABLED_STATES = ("enabled", "enabled-runtime", "static", "indirect", "generated", "alias", "transient")
+_ACTIVE_STATES = ("active", "activating", "reloading")
+_UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/lib/systemd/system",
+              "/usr/lib/systemd/system")
+
+
+def unit_state(systemctl, unit):
+    """LoadState, ActiveState, UnitFileState and NeedDaemonReload of a unit, from one `systemctl show`."""
+    _rc, out, _err = systemctl.run(["show", "--property=LoadState,ActiveState,UnitFileState,NeedDaemonReload",
+                                    "--", unit], what="systemctl show %s" % unit)
+    state = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    for key in ("LoadState", "ActiveState", "UnitFileState", "NeedDaemonReload"):
+        state.setdefault(key, "")
+    return state
+
+
+def unit_file_exists(unit):
+    return any(os.path.exists(os.path.join(d, unit)) for d in _UNIT_DIRS)
+
+
+def prepare_unit(module, systemctl, unit):
+    """Reload systemd where the unit is new or changed on disk, and enable it. Returns (state, report)."""
+    report = dict(name=unit, daemon_reloaded=False, enabled_changed=False, action="none")
+    state = unit_state(systemctl, unit)
+    if state["LoadState"] == "not-found" or state["NeedDaemonReload"] == "yes":
+        if state["LoadState"] == "not-found" and not unit_file_exists(unit):
+            module.fail_json(msg="the unit %s is not installed (no unit file in %s); install the Lustre packages "
+                                 "that ship it, or set service to the unit that configures LNet"
+                                 % (unit, ", ".join(_UNIT_DIRS)), changed=False)
+        report["daemon_reloaded"] = True
+        if not module.check_mode:
+            systemctl.run(["daemon-reload"], what="systemctl daemon-reload")
+            state = unit_state(systemctl, unit)
+            if state["LoadState"] == "not-found":
+                module.fail_json(msg="systemd does not find %s after a daemon-reload" % unit, changed=False)
+    if state["LoadState"] == "masked" or state["UnitFileState"].startswith("masked"):
+        module.fail_json(msg="%s is masked: unmask it (systemctl unmask %s) so that LNet can start at boot"
+                             % (unit, unit), changed=False)
+    if state["UnitFileState"] not in _ENABLED_STATES:
+        report["enabled_changed"] = True
+        if not module.check_mode:
+            systemctl.run(["enable", "--", unit], what="systemctl enable %s" % unit)
+    report["enabled"] = True
+    return state, report
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -201,14 +271,17 @@ def main():
             persistent=dict(type="bool", default=True),
             config_path=dict(type="path", default="/etc/lnet.conf"),
             lnetctl_path=dict(type="path"),
+            service=dict(type="str"),
         ),
         supports_check_mode=True,
     )
     p = module.params
     networks = p["networks"]
     problems = check_networks(networks)
+    if p["service"] is not None and not re.match(r"^[A-Za-z0-9:_.@-]+\.service$", p["service"]):
+        problems.append("service: %r is not a systemd service unit name (lnet.service)" % p["service"])
     if problems:
-        module.fail_json(msg="invalid networks: %s" % "; ".join(problems), changed=False)
+        module.fail_json(msg="invalid input: %s" % "; ".join(problems), changed=False)
 
     diffs = []
     config_changed = False
@@ -229,6 +302,32 @@ def main():
 
     lnetctl = ToolRunner(module, "lnetctl", p["lnetctl_path"], option="lnetctl_path")
     running, live = read_live(module, lnetctl)
+    service = None
+    if p["service"]:
+        unit = p["service"]
+        systemctl = ToolRunner(module, "systemctl")
+        state, service = prepare_unit(module, systemctl, unit)
+        active = state["ActiveState"] in _ACTIVE_STATES
+        if not running:
+            # The unit imports config_path when it starts. Active with LNet unconfigured: restart (stop runs
+            # `lnetctl lnet unconfigure`, harmless on an unconfigured LNet; start configures and imports).
+            service["action"] = "restarted" if active else "started"
+            if not module.check_mode:
+                verb = "restart" if active else "start"
+                systemctl.run([verb, "--", unit], what="systemctl %s %s" % (verb, unit))
+                running, live = read_live(module, lnetctl)
+                if not running:
+                    module.fail_json(msg="%s %s but LNet is still not configured (lnetctl net show): see "
+                                         "journalctl -u %s" % (unit, service["action"], unit),
+                                     changed=True, service=service, running=False, config_changed=config_changed)
+        elif not active:
+            module.warn("LNet is configured but %s is not active (LNet was brought up another way): the unit "
+                        "is enabled for the next boot and not started now" % unit)
+        if module._diff:
+            before = "enabled: %s\nLNet configured: %s\n" % (str(not service["enabled_changed"]).lower(),
+                                                             str(service["action"] == "none").lower())
+            diffs.append(dict(before_header=unit, after_header=unit, before=before,
+                              after="enabled: true\nLNet configured: true\n"))
     added, cmds = [], []
     after = live
     if running:
@@ -254,15 +353,25 @@ def main():
             diffs.append(dict(before=live_view(live), after=predicted if module.check_mode else live_view(after),
                               before_header="lnetctl net show", after_header="lnetctl net show"))
 
-    if not running:
-        msg = "LNet is not running: lnet.service imports %s when it starts" % p["config_path"]
-    elif added:
-        msg = ("would add " if module.check_mode else "added ") + ", ".join(
-            "%s(%s)" % (a["net"], ",".join(a["interfaces"])) for a in added)
-    else:
-        msg = "LNet has every network"
-    result = dict(changed=config_changed or bool(added), running=running, config_changed=config_changed,
+    would = "would " if module.check_mode else ""
+    parts = []
+    if service and service["enabled_changed"]:
+        parts.append(("would enable " if module.check_mode else "enabled ") + service["name"])
+    if service and service["action"] != "none":
+        verb = {"started": "start", "restarted": "restart"}[service["action"]] if would else service["action"]
+        parts.append("%s%s %s (it imports %s)" % (would, verb, service["name"], p["config_path"]))
+    if added:
+        parts.append(("would add " if module.check_mode else "added ") + ", ".join(
+            "%s(%s)" % (a["net"], ",".join(a["interfaces"])) for a in added))
+    if not running and not service:
+        parts.append("LNet is not running: lnet.service imports %s when it starts" % p["config_path"])
+    msg = "; ".join(parts) or "LNet has every network"
+    changed = config_changed or bool(added) or bool(service and (service["enabled_changed"]
+                                                                 or service["action"] != "none"))
+    result = dict(changed=changed, running=running, config_changed=config_changed,
                   added=added, networks=after, cmd=cmds, msg=msg)
+    if service:
+        result["service"] = service
     if module._diff:
         result["diff"] = diffs
     module.exit_json(**result)
