@@ -23,7 +23,7 @@ description:
   - Where LNet is not running yet (C(lnetctl net show) reports the network down or the LNet device missing),
     and O(service) is not set, only the file is written.
   - With O(service) (C(lnet.service)), the module also manages the systemd unit that loads LNet and imports
-    O(config_path): it reloads systemd where the unit file is new or changed on disk, enables the unit, and where
+    O(config_path). It reloads systemd where the unit file is new or changed on disk, enables the unit, and where
     LNet is not configured, starts the unit (or restarts it, where the unit is active but LNet was unconfigured
     by hand), then reads the networks back, adds any that the import missed, and fails if LNet is still not up.
     A unit is never restarted while LNet is configured.
@@ -79,7 +79,7 @@ options:
         ship C(lnet.service)). The module enables it and starts it where LNet is not configured.
       - Where LNet is configured but the unit is not active (LNet brought up another way, for example by
         C(modprobe lnet) options and C(lctl network up)), the unit is enabled for the next boot but not started
-        now: its start would import networks that already exist. The result warns.
+        now, because its start would import networks that already exist. The result warns.
       - Not set (the default), the module does not touch systemd.
     type: str
 notes:
@@ -118,8 +118,8 @@ RETURN = r"""
 running:
   description:
     - Whether LNet is configured (running) at the end of the run, read with C(lnetctl net show) (after O(service)
-      started it, where it did). With V(false), only the file (and the unit) were managed: in check mode, where
-      the unit would be started.
+      started it, where it did). With V(false), only the file (and the unit) were managed; in check mode, also
+      where the unit would be started.
   returned: always
   type: bool
   sample: true
