@@ -29,6 +29,8 @@ from ansible_collections.clusterforge.gpu.plugins.modules import ibdiagnet as ib
 from ansible_collections.clusterforge.gpu.plugins.modules import nvidia_smi_info as nvidia_smi_info_module
 from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs as pcie_acs_module
 from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs_info as pcie_acs_info_module
+from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_judge import CHECK_KEYS
+from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import DEFAULT_THRESHOLDS
 
 FILTERS = validation.FilterModule().filters()
 FILTER_DIR = os.path.dirname(validation.__file__)
@@ -228,7 +230,7 @@ def test_healthy_cluster_passes_every_check(measured):
     assert report["failures"] == []
     assert report["cluster"] == "cflab" and report["generated_at"] == "2026-11-21T23:40:00Z"
     assert report["summary"] == {"pass": len(report["checks"]), "fail": 0, "skip": 0}
-    assert all(set(c) == set(validation.CHECK_KEYS) for c in report["checks"])
+    assert all(set(c) == set(CHECK_KEYS) for c in report["checks"])
     per_id = {}
     for c in report["checks"]:
         per_id[c["id"]] = per_id.get(c["id"], 0) + 1
@@ -261,7 +263,7 @@ def test_healthy_cluster_passes_every_check(measured):
                       "aggregate /lustre/validate (2 nodes) read"]
     assert all(set(b) == {"label", "group", "unit", "measured", "threshold", "status"} for b in report["bandwidth"])
     assert [e["name"] for e in report["checkpoint"]] == ["gpt-175b", "llama-70b"]
-    assert report["thresholds"] == validation.DEFAULT_THRESHOLDS
+    assert report["thresholds"] == DEFAULT_THRESHOLDS
 
 
 # ------------------------------------------------------------------------------------------- each failure named

@@ -1,0 +1,752 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The validation judge: measured cluster results (module results and benchmark numbers) + thresholds -> a report
+of checks, one per subject (node, GPU, port, pair, path), each ``pass``, ``fail`` or ``skip``. What was not measured
+is a ``skip`` that says why, never a ``pass``. See plugins/filter/validation_judge.yml for the input and the report.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress as hostlist_compress
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
+from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
+from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common import (
+    ValidationError,
+    _bool,
+    _fmt,
+    _is_list,
+    _is_map,
+    _number,
+    _pct,
+    _plain,
+    _whole,
+)
+from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_parsers import (
+    checkpoint_estimate,
+    dd_results,
+    nccl_tests_results,
+    perftest_results,
+)
+from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import (
+    _BAD_CLOCK_REASONS,
+    CLOCK_TOLERANCE_MHZ,
+    POWER_TOLERANCE_W,
+    _clock_range,
+    _thresholds,
+)
+
+CHECK_KEYS = ("id", "category", "subject", "measured", "threshold", "expected", "unit", "status", "message")
+
+
+def _check(check_id, subject, status, message, measured=None, threshold=None, expected=None, unit=None):
+    return {
+        "id": check_id,
+        "category": check_id.split(".", 1)[0],
+        "subject": to_text(subject),
+        "measured": _plain(measured),
+        "threshold": _plain(threshold),
+        "expected": _plain(expected),
+        "unit": unit,
+        "status": status,
+        "message": to_text(message),
+    }
+
+
+def _result_problem(result, what):
+    """Why a registered module result cannot be judged: ("skip", reason), ("fail", reason) or None (usable).
+
+    None -> not measured; ``skipped`` -> the task was skipped; ``failed`` without data -> the module failed.
+    """
+    if result is None:
+        return "skip", "%s was not measured" % what
+    if not _is_map(result):
+        return "fail", "%s is not a module result (got %s)" % (what, type(result).__name__)
+    if result.get("skipped"):
+        return "skip", "%s was skipped (%s)" % (what, result.get("skip_reason") or result.get("msg") or "task skipped")
+    return None
+
+
+def _failed_msg(result):
+    """The first line of a failed module result's message (or stderr)."""
+    lines = to_text(result.get("msg") or result.get("stderr") or "").strip().splitlines()
+    return lines[0][:300] if lines else "no message"
+
+
+def _hosts(value):
+    """Host names from a list, a hostlist expression (``gpu[01-02]``, as SLURM_JOB_NODELIST) or a mix of both."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, (str, bytes)) else list(value) if _is_list(value) else [value]
+    names = []
+    for item in items:
+        text = to_text(item).strip()
+        try:
+            names.extend(hostlist_expand(text))
+        except ValueError:
+            names.extend(n for n in re.split(r"[\s,]+", text) if n)
+    return names
+
+
+def _subject_hosts(nodes):
+    names = _hosts(nodes)
+    if not names:
+        return "multi-node"
+    try:
+        return hostlist_compress(names)
+    except ValueError:
+        return ",".join(names)
+
+
+class _Judge(object):
+    def __init__(self, measured, thresholds):
+        self.m = measured
+        self.t = thresholds
+        self.checks = []
+        self.bandwidth = []
+
+    def add(self, *args, **kwargs):
+        self.checks.append(_check(*args, **kwargs))
+
+    @staticmethod
+    def busy(node):
+        """Why a stress test has no result on a node the playbook marked busy (``idle: false``), else None."""
+        if _bool(node.get("idle"), "idle") is False:
+            return "not run: the node was running Slurm jobs (stress tests run on idle nodes only)"
+        return None
+
+    def chart_row(self, label, group, unit, measured, threshold, status):
+        if measured is None:
+            return
+        self.bandwidth.append({"label": to_text(label), "group": group, "unit": unit, "measured": _plain(measured),
+                               "threshold": _plain(threshold), "status": status})
+
+    # ---------------------------------------------------------------- GPUs
+    @staticmethod
+    def gpu_subject(host, gpu):
+        ids = [to_text(x) for x in (gpu.get("pci_bus_id"), gpu.get("uuid")) if x]
+        return "%s GPU%s%s" % (host, gpu.get("index"), " (%s)" % ", ".join(ids) if ids else "")
+
+    def gpus(self, host, node, expected):
+        info = node.get("nvidia_smi_info")
+        problem = _result_problem(info, "nvidia_smi_info")
+        gpus = []
+        if problem is None:
+            gpus = [g for g in (info.get("gpus") or []) if _is_map(g)]
+            if info.get("failed") and not gpus:
+                problem = ("fail", "nvidia_smi_info failed: %s" % _failed_msg(info))
+        want = expected.get("gpu_count")
+        if problem is not None:
+            status, reason = problem
+            self.add("gpu.count", host, status, "%s: %s" % (host, reason), expected=want, unit="GPUs")
+            for check_id in ("gpu.health",) + tuple(
+                    cid for cid, key in (("gpu.persistence", "persistence"), ("gpu.power_limit", "power_limit_w"),
+                                         ("gpu.clocks", "sm_clock_locked_mhz")) if expected.get(key) is not None):
+                self.add(check_id, host, "skip", "%s: %s; no GPU data to judge" % (host, reason))
+            return
+        self.gpu_count(host, info, gpus, want, node)
+        for gpu in gpus:
+            self.gpu_health(host, gpu)
+            if expected.get("persistence") is not None:
+                self.gpu_persistence(host, gpu, _bool(expected["persistence"], "%s expected.persistence" % host))
+            if expected.get("power_limit_w") is not None:
+                self.gpu_power(host, gpu, _number(expected["power_limit_w"]))
+            if expected.get("sm_clock_locked_mhz") is not None:
+                self.gpu_clocks(host, gpu, _clock_range(expected["sm_clock_locked_mhz"], host))
+
+    def gpu_count(self, host, info, gpus, want, node):
+        found = len(gpus)
+        if _number(info.get("gpu_count")) is not None:
+            found = int(_number(info.get("gpu_count")))
+        want_n = _number(want)
+        if want_n is None:
+            self.add("gpu.count", host, "skip", "%s: %d GPU(s) found; no expected gpu_count to compare with"
+                     % (host, found), measured=found, unit="GPUs")
+            return
+        want_n = int(want_n)
+        truncated = " (nvidia-smi output was cut short)" if info.get("truncated") else ""
+        if found == want_n:
+            self.add("gpu.count", host, "pass", "%s: %d of %d GPUs visible to nvidia-smi" % (host, found, want_n),
+                     measured=found, expected=want_n, unit="GPUs")
+            return
+        seen = [to_text(g.get("pci_bus_id")) for g in gpus if g.get("pci_bus_id")]
+        detail = "; visible: %s" % ", ".join(seen) if seen else ""
+        missing = self.missing_gpus(node, seen)
+        if missing:
+            detail += "; on the PCI bus but not in nvidia-smi: %s" % ", ".join(missing)
+        self.add("gpu.count", host, "fail", "%s: %d of %d GPUs visible to nvidia-smi%s%s"
+                 % (host, found, want_n, truncated, detail), measured=found, expected=want_n, unit="GPUs")
+
+    @staticmethod
+    def missing_gpus(node, seen):
+        """GPUs lspci (pcie_acs_info) lists that nvidia-smi does not, when both name the same devices."""
+        acs = node.get("pcie_acs_info")
+        if not _is_map(acs) or not _is_list(acs.get("gpus")):
+            return []
+
+        def norm(bdf):
+            # nvidia-smi: 00000000:1B:00.0, lspci -D: 0000:1b:00.0, lspci: 1b:00.0 (one normaliser, module_utils/pci)
+            return normalize_bdf(to_text(bdf)) or to_text(bdf).lower()
+        smi = set(norm(b) for b in seen)
+        pci = [to_text(g.get("bdf")) for g in acs["gpus"] if _is_map(g) and g.get("bdf")]
+        pci_set = set(norm(b) for b in pci)
+        if not smi or not smi <= pci_set:
+            return []  # the two sources do not agree on addresses: naming "missing" ones would mislead
+        return [b for b in pci if norm(b) not in smi]
+
+    def gpu_health(self, host, gpu):
+        subject = self.gpu_subject(host, gpu)
+        problems = []
+        ecc = gpu.get("ecc") if _is_map(gpu.get("ecc")) else {}
+        if to_text(ecc.get("mode") or "").lower() == "disabled":
+            problems.append("ECC disabled")
+        volatile = _number(ecc.get("volatile_uncorrectable"))
+        if volatile:
+            problems.append("%d volatile uncorrectable ECC error(s)" % volatile)
+        if gpu.get("retired_pages_pending") is True:
+            problems.append("page retirement pending (reset the GPU)")
+        if gpu.get("remapped_rows_pending") is True:
+            problems.append("row remap pending (reset the GPU)")
+        if gpu.get("remapped_rows_failure") is True:
+            problems.append("row remapping failed (replace the GPU)")
+        reasons = gpu.get("clock_event_reasons") if _is_map(gpu.get("clock_event_reasons")) else {}
+        active = [r for r in _BAD_CLOCK_REASONS if reasons.get(r) is True]
+        temp = _number(gpu.get("temperature_c"))
+        if active:
+            problems.append("clocks slowed down: %s%s"
+                            % (", ".join(active), " at %d C" % temp if temp is not None else ""))
+        aggregate = _number(ecc.get("aggregate_uncorrectable"))
+        known = any(v is not None for v in (ecc.get("volatile_uncorrectable"), gpu.get("retired_pages_pending"),
+                                            gpu.get("remapped_rows_pending")))
+        if problems:
+            self.add("gpu.health", subject, "fail", "%s: %s" % (subject, "; ".join(problems)), measured=len(problems),
+                     expected=0, unit="problems")
+            return
+        if not known and not reasons:
+            self.add("gpu.health", subject, "skip", "%s: nvidia-smi reports no ECC, retirement/remap or clock event "
+                     "data for this GPU" % subject)
+            return
+        notes = []
+        if aggregate:
+            notes.append("%d lifetime uncorrectable ECC error(s), none since the driver loaded" % aggregate)
+        if temp is not None:
+            notes.append("%d C" % temp)
+        self.add("gpu.health", subject, "pass", "%s: no ECC, page retirement, row remap or slowdown problem%s"
+                 % (subject, " (%s)" % ", ".join(notes) if notes else ""), measured=0, expected=0, unit="problems")
+
+    def gpu_persistence(self, host, gpu, want):
+        subject = self.gpu_subject(host, gpu)
+        have = gpu.get("persistence_mode")
+        word = {True: "enabled", False: "disabled"}
+        if have is None:
+            self.add("gpu.persistence", subject, "skip", "%s: nvidia-smi does not report persistence mode" % subject,
+                     expected=want)
+            return
+        status = "pass" if bool(have) == want else "fail"
+        self.add("gpu.persistence", subject, status, "%s: persistence mode %s (expected %s)"
+                 % (subject, word[bool(have)], word[want]), measured=bool(have), expected=want)
+
+    def gpu_power(self, host, gpu, want):
+        subject = self.gpu_subject(host, gpu)
+        have = _number(gpu.get("power_limit_w"))
+        enforced = _number(gpu.get("enforced_power_limit_w"))
+        if have is None:
+            self.add("gpu.power_limit", subject, "skip", "%s: nvidia-smi does not report a power limit" % subject,
+                     expected=want, unit="W")
+            return
+        problems = []
+        if abs(have - want) > POWER_TOLERANCE_W:
+            problems.append("power limit %s W, expected %s W (+/- %s W)"
+                            % (_whole(have), _whole(want), _whole(POWER_TOLERANCE_W)))
+        if enforced is not None and enforced < want - POWER_TOLERANCE_W and not problems:
+            problems.append("power limit %s W but the driver enforces %s W (another limiter caps it)"
+                            % (_whole(have), _whole(enforced)))
+        if problems:
+            self.add("gpu.power_limit", subject, "fail", "%s: %s" % (subject, "; ".join(problems)), measured=have,
+                     expected=want, unit="W")
+        else:
+            self.add("gpu.power_limit", subject, "pass", "%s: power limit %s W (expected %s W +/- %s W)"
+                     % (subject, _whole(have), _whole(want), _whole(POWER_TOLERANCE_W)), measured=have, expected=want,
+                     unit="W")
+
+    def gpu_clocks(self, host, gpu, want):
+        """``want`` is (min, max) in MHz: the SM clock must lie in the locked range (+/- the tolerance)."""
+        low, high = want
+        locked = ("%s MHz" % _whole(low)) if low == high else ("%s-%s MHz" % (_whole(low), _whole(high)))
+        expected = low if low == high else [low, high]
+        subject = self.gpu_subject(host, gpu)
+        have = _number(gpu.get("sm_clock_mhz"))
+        if have is None:
+            self.add("gpu.clocks", subject, "skip", "%s: nvidia-smi does not report the current SM clock" % subject,
+                     expected=expected, unit="MHz")
+            return
+        reasons = gpu.get("clock_event_reasons") if _is_map(gpu.get("clock_event_reasons")) else {}
+        active = sorted(k for k, v in reasons.items() if v is True and k != "gpu_idle")
+        why = " (active clock event reasons: %s)" % ", ".join(active) if active else ""
+        if low - CLOCK_TOLERANCE_MHZ <= have <= high + CLOCK_TOLERANCE_MHZ:
+            self.add("gpu.clocks", subject, "pass", "%s: SM clock %s MHz, locked at %s"
+                     % (subject, _whole(have), locked), measured=have, expected=expected, unit="MHz")
+        else:
+            self.add("gpu.clocks", subject, "fail", "%s: SM clock %s MHz, expected locked at %s (+/- %d MHz): "
+                     "clocks not locked or held down%s"
+                     % (subject, _whole(have), locked, CLOCK_TOLERANCE_MHZ, why),
+                     measured=have, expected=expected, unit="MHz")
+
+    # ---------------------------------------------------------------- DCGM
+    def dcgm(self, host, node):
+        diag = node.get("dcgm_diag")
+        if diag is None:
+            why = self.busy(node) or "no DCGM diagnostic (DCGM not installed or diagnostic disabled)"
+            self.add("dcgm.diag", host, "skip", "%s: %s" % (host, why))
+            return
+        problem = _result_problem(diag, "dcgm_diag")
+        if problem is not None:
+            self.add("dcgm.diag", host, problem[0], "%s: %s" % (host, problem[1]))
+            return
+        level = re.search(r"\s-r\s+(\d)", to_text(diag.get("cmd") or ""))
+        what = "DCGM diagnostic%s" % (" level %s" % level.group(1) if level else "")
+        tests = [t for t in (diag.get("tests") or []) if _is_map(t)]
+        verdict = diag.get("result")
+        if not tests and diag.get("failed"):
+            self.add("dcgm.diag", host, "fail", "%s: %s did not complete: %s" % (host, what, _failed_msg(diag)),
+                     measured=verdict, expected="pass")
+            return
+        if diag.get("skipped") or verdict is None or not tests:
+            self.add("dcgm.diag", host, "skip", "%s: %s was not run (check mode or no result)" % (host, what),
+                     expected="pass")
+            return
+        gpus = {}
+        info = node.get("nvidia_smi_info")
+        if _is_map(info):
+            for gpu in info.get("gpus") or []:
+                if _is_map(gpu) and gpu.get("index") is not None:
+                    gpus[to_text(gpu.get("index"))] = gpu
+        failed = [f for f in (diag.get("failed_tests") or []) if _is_map(f)]
+        if failed or verdict == "fail":
+            parts = []
+            for item in failed:
+                ids = [to_text(g) for g in item.get("gpus") or []]
+                names = []
+                for gid in ids:
+                    gpu = gpus.get(gid)
+                    ident = [to_text(x) for x in ((gpu or {}).get("pci_bus_id"), (gpu or {}).get("uuid")) if x]
+                    names.append("GPU %s%s" % (gid, " (%s)" % ", ".join(ident) if ident else ""))
+                detail = self.dcgm_detail(tests, item.get("name"), ids)
+                parts.append("%s failed on %s%s" % (
+                    item.get("name"), ", ".join(names) if names else "all GPUs", ": %s" % detail if detail else ""))
+            if not parts:
+                parts.append(_failed_msg(diag) if diag.get("msg") else "overall result fail")
+            self.add("dcgm.diag", host, "fail", "%s: %s: %s" % (host, what, "; ".join(parts)), measured=verdict,
+                     expected="pass")
+            return
+        warnings = [to_text(w) for w in diag.get("diag_warnings") or []]
+        if verdict == "skip":
+            self.add("dcgm.diag", host, "skip", "%s: %s skipped every test" % (host, what), measured=verdict,
+                     expected="pass")
+            return
+        self.add("dcgm.diag", host, "pass", "%s: %s %s, %d test(s)%s" % (
+            host, what, "passed" if verdict == "pass" else "passed with warnings", len(tests),
+            " (warnings: %s)" % "; ".join(warnings[:3]) if warnings else ""), measured=verdict, expected="pass")
+
+    @staticmethod
+    def dcgm_detail(tests, name, ids):
+        for test in tests:
+            if test.get("name") != name:
+                continue
+            for detail in test.get("details") or []:
+                if not _is_map(detail) or not detail.get("message"):
+                    continue
+                if not ids or detail.get("gpu") is None or to_text(detail.get("gpu")) in ids:
+                    return to_text(detail["message"]).strip()[:300]
+        return None
+
+    # ---------------------------------------------------------------- PCIe ACS
+    def acs(self, host, node, expected):
+        must = _bool(expected.get("acs_must_be_disabled"), "%s expected.acs_must_be_disabled" % host)
+        info = node.get("pcie_acs_info")
+        if not must:
+            self.add("pcie.acs", host, "skip", "%s: ACS may stay enabled on this node (acs_must_be_disabled is %s)"
+                     % (host, "false" if must is False else "not set"))
+            return
+        problem = _result_problem(info, "pcie_acs_info")
+        if problem is None and info.get("failed") and not _is_list(info.get("bridges")):
+            problem = ("fail", "pcie_acs_info failed: %s" % _failed_msg(info))
+        if problem is not None:
+            self.add("pcie.acs", host, problem[0], "%s: %s" % (host, problem[1]), expected=0, unit="bridges")
+            return
+        bridges = dict((to_text(b.get("bdf")), b) for b in info.get("bridges") or [] if _is_map(b))
+        enabled = [to_text(b) for b in info.get("gpu_nic_acs_enabled_bridges") or []]
+        if "gpu_nic_acs_enabled_bridges" not in info:
+            enabled = [bdf for bdf, b in bridges.items() if b.get("acs_enabled") and b.get("on_gpu_nic_path")]
+        if enabled:
+            parts = []
+            for bdf in enabled:
+                bridge = bridges.get(bdf, {})
+                below = [to_text(x) for x in bridge.get("upstream_of") or []]
+                parts.append("%s (ACSCtl %s, above %s)" % (
+                    bdf, bridge.get("acs_ctl_value") or "?", ", ".join(below) if below else "a GPU/NIC"))
+            self.add("pcie.acs", host, "fail", "%s: ACS still enabled on %d bridge(s) on GPU/NIC paths: %s"
+                     % (host, len(enabled), "; ".join(parts)), measured=len(enabled), expected=0, unit="bridges")
+            return
+        if info.get("access_denied"):
+            self.add("pcie.acs", host, "skip", "%s: lspci could not read the ACS registers (<access denied>, not root)"
+                     % host, expected=0, unit="bridges")
+            return
+        if not bridges:
+            self.add("pcie.acs", host, "pass", "%s: no PCI bridge with the ACS capability" % host, measured=0,
+                     expected=0, unit="bridges")
+            return
+        on_path = sum(1 for b in bridges.values() if b.get("on_gpu_nic_path"))
+        other = [bdf for bdf, b in bridges.items() if b.get("acs_enabled") and not b.get("on_gpu_nic_path")]
+        self.add("pcie.acs", host, "pass", "%s: ACS disabled on all %d bridge(s) on GPU/NIC paths%s"
+                 % (host, on_path, " (still enabled off those paths: %s)" % ", ".join(other) if other else ""),
+                 measured=0, expected=0, unit="bridges")
+
+    # ---------------------------------------------------------------- InfiniBand ports
+    def ib_ports(self, host, node, expected):
+        info = node.get("ib_port_info")
+        rate = _number(expected.get("ib_rate_gbps"))
+        want_count = _number(expected.get("ib_port_count"))
+        problem = _result_problem(info, "ib_port_info")
+        ports = []
+        if problem is None:
+            ports = [p for p in info.get("ports") or [] if _is_map(p)]
+            if info.get("failed") and not ports:
+                problem = ("fail", "ib_port_info failed: %s" % _failed_msg(info))
+        if problem is not None:
+            self.add("ib.port", host, problem[0], "%s: %s" % (host, problem[1]), expected=rate, unit="Gb/s")
+            self.add("ib.port_count", host, "skip" if want_count is None else problem[0], "%s: %s" % (host, problem[1]),
+                     expected=want_count, unit="ports")
+            return
+        # Judge the InfiniBand ports (a node's Ethernet ports, bonds for instance, are not the fabric); on a RoCE
+        # node, where no port is InfiniBand, judge them all.
+        ib = [p for p in ports if to_text(p.get("link_layer") or "InfiniBand").lower() == "infiniband"]
+        judged = ib if ib else ports
+        for port in judged:
+            name = to_text(port.get("name") or "%s:%s" % (port.get("ca"), port.get("port")))
+            subject = "%s %s" % (host, name)
+            state, phys, have = port.get("state"), port.get("physical_state"), _number(port.get("rate_gbps"))
+            problems = []
+            if state != "Active" or phys != "LinkUp":
+                problems.append("state %s/%s (expected Active/LinkUp)" % (state, phys))
+            if rate is not None and have != rate:
+                problems.append("rate %s Gb/s (expected %s Gb/s)" % (_whole(have), _whole(rate)))
+            if problems:
+                self.add("ib.port", subject, "fail", "%s: %s" % (subject, "; ".join(problems)), measured=have,
+                         expected=rate, unit="Gb/s")
+            else:
+                self.add("ib.port", subject, "pass", "%s: Active/LinkUp at %s Gb/s%s" % (
+                    subject, _whole(have), "" if rate is not None else " (no expected rate to compare with)"),
+                    measured=have, expected=rate, unit="Gb/s")
+        if not judged:
+            self.add("ib.port", host, "fail" if want_count else "skip", "%s: no HCA port found" % host, expected=rate,
+                     unit="Gb/s")
+        active = sum(1 for p in judged if p.get("state") == "Active" and p.get("physical_state") == "LinkUp")
+        if want_count is None:
+            self.add("ib.port_count", host, "skip", "%s: %d port(s) found, %d active; no expected ib_port_count"
+                     % (host, len(judged), active), measured=len(judged), unit="ports")
+        else:
+            status = "pass" if len(judged) == int(want_count) else "fail"
+            self.add("ib.port_count", host, status, "%s: %d of %d HCA port(s) found (%d active)"
+                     % (host, len(judged), int(want_count), active), measured=len(judged), expected=int(want_count),
+                     unit="ports")
+
+    def ib_fabric(self):
+        diag = self.m.get("ibdiagnet")
+        problem = _result_problem(diag, "ibdiagnet")
+        if problem is not None:
+            self.add("ib.fabric", "fabric", problem[0], "fabric: %s" % problem[1], expected=0, unit="errors")
+            return
+        stages = [s for s in diag.get("stages") or [] if _is_map(s)]
+        errors = _number(diag.get("total_errors"))
+        if errors is None:
+            errors = sum(_number(s.get("errors")) or 0 for s in stages)
+        errors = int(errors)
+        if not errors and diag.get("failed"):
+            # the tool did not run, printed no summary, or exceeded the module's max_warnings
+            self.add("ib.fabric", "fabric", "fail", "fabric: ibdiagnet failed: %s" % _failed_msg(diag), expected=0,
+                     unit="errors")
+            return
+        if not stages:
+            self.add("ib.fabric", "fabric", "skip", "fabric: ibdiagnet gave no stage summary", expected=0,
+                     unit="errors")
+            return
+        warnings = int(_number(diag.get("total_warnings")) or 0)
+        if errors:
+            bad = ", ".join("%s (%d)" % (s.get("name"), int(_number(s.get("errors")) or 0)) for s in stages
+                            if _number(s.get("errors")))
+            texts = [to_text(m.get("text")) for m in diag.get("messages") or []
+                     if _is_map(m) and m.get("level") == "error"]
+            self.add("ib.fabric", "fabric", "fail", "fabric: ibdiagnet reports %d error(s) in %s%s" % (
+                errors, bad or "its summary", "; first: %s" % " | ".join(texts[:5]) if texts else ""),
+                measured=errors, expected=0, unit="errors")
+        else:
+            self.add("ib.fabric", "fabric", "pass", "fabric: ibdiagnet reports no error in %d stage(s) (%d warning(s))"
+                     % (len(stages), warnings), measured=0, expected=0, unit="errors")
+
+    def ib_write_bw(self):
+        pairs = self.m.get("ib_write_bw")
+        fraction = self.t["ib_write_bw_min_fraction"]
+        if not pairs:
+            self.add("ib.write_bw", "pairs", "skip", "ib_write_bw was not measured")
+            return
+        if not _is_list(pairs):
+            raise ValidationError("validation_judge: measured.ib_write_bw must be a list of pairs")
+        nodes = self.m.get("nodes") if _is_map(self.m.get("nodes")) else {}
+        for pair in pairs:
+            if not _is_map(pair):
+                raise ValidationError("validation_judge: each ib_write_bw entry must be a dict, got %r" % (pair,))
+            subject = "%s->%s %s" % (pair.get("client"), pair.get("server"), pair.get("hca") or "")
+            subject = subject.strip()
+            line = _number(pair.get("line_rate_gbits"))
+            if line is None:
+                client = nodes.get(pair.get("client")) if _is_map(nodes.get(pair.get("client"))) else {}
+                line = _number((client.get("expected") or {}).get("ib_rate_gbps"))
+            result = pair.get("result")
+            if isinstance(result, (str, bytes)):
+                result = perftest_results(result)
+            rc = pair.get("rc")
+            if result is None and rc not in (None, 0):
+                self.add("ib.write_bw", subject, "fail", "%s: ib_write_bw failed with exit status %s" % (subject, rc),
+                         expected=line, unit="Gb/s")
+                continue
+            if result is None:
+                self.add("ib.write_bw", subject, "skip", "%s: ib_write_bw was not measured" % subject, expected=line,
+                         unit="Gb/s")
+                continue
+            if not _is_map(result):
+                raise ValidationError("validation_judge: ib_write_bw result of %s must be perftest_results output"
+                                      % subject)
+            if "bw_peak_gbits" not in result:
+                result = perftest_results(result)
+            have = _number(result.get("bw_peak_gbits"))
+            if have is None:
+                self.add("ib.write_bw", subject, "fail", "%s: ib_write_bw printed no bandwidth result" % subject,
+                         expected=line, unit="Gb/s")
+                continue
+            if line is None:
+                self.add("ib.write_bw", subject, "skip", "%s: ib_write_bw %s Gb/s; no line rate to compare with"
+                         % (subject, _fmt(have)), measured=have, unit="Gb/s")
+                self.chart_row("%s ib_write_bw" % subject, "InfiniBand", "Gb/s", have, None, "skip")
+                continue
+            threshold = round(fraction * line, 3)
+            status = "pass" if have >= threshold else "fail"
+            self.add("ib.write_bw", subject, status, "%s: ib_write_bw %s Gb/s %s %s Gb/s (%s of %s)" % (
+                subject, _fmt(have), ">=" if status == "pass" else "<", _fmt(threshold), _pct(fraction), _whole(line)),
+                measured=have, threshold=threshold, expected=line, unit="Gb/s")
+            self.chart_row("%s ib_write_bw" % subject, "InfiniBand", "Gb/s", have, threshold, status)
+
+    # ---------------------------------------------------------------- NCCL
+    def nccl(self, check_id, subject, result, nominal_key, what, label, why=None, rc=None):
+        fraction = self.t["nccl_min_fraction"]
+        nominal = self.t[nominal_key]
+        threshold = round(fraction * nominal, 3)
+        if isinstance(result, (str, bytes)):
+            result = nccl_tests_results(result)
+        if result is None and rc not in (None, 0):
+            self.add(check_id, subject, "fail", "%s: %s failed with exit status %s and no output" % (subject, what, rc),
+                     threshold=threshold, expected=nominal, unit="GB/s")
+            return
+        if result is None:
+            self.add(check_id, subject, "skip", "%s: %s %s" % (subject, what, why or "was not measured"),
+                     threshold=threshold, expected=nominal, unit="GB/s")
+            return
+        if not _is_map(result):
+            raise ValidationError("validation_judge: the %s result of %s must be nccl_tests_results output"
+                                  % (what, subject))
+        if "ok" not in result or "busbw_peak_gbps" not in result:
+            result = nccl_tests_results(result)
+        test = to_text((result.get("header") or {}).get("test") or "all_reduce_perf")
+        have = _number(result.get("busbw_peak_gbps"))
+        if not result.get("ok") or rc not in (None, 0):
+            problems = [to_text(p) for p in result.get("problems") or []] or ["the test reported a failure"]
+            if rc not in (None, 0):
+                problems = ["exit status %s" % rc] + [p for p in problems if result.get("ok") is False]
+            self.add(check_id, subject, "fail", "%s: %s failed: %s%s" % (
+                subject, test, "; ".join(problems), " (busbw %s GB/s)" % _fmt(have) if have is not None else ""),
+                measured=have, threshold=threshold, expected=nominal, unit="GB/s")
+            self.chart_row(label, "NCCL", "GB/s", have, threshold, "fail")
+            return
+        if have is None:
+            self.add(check_id, subject, "fail", "%s: %s printed no bus bandwidth" % (subject, test),
+                     threshold=threshold, expected=nominal, unit="GB/s")
+            return
+        status = "pass" if have >= threshold else "fail"
+        unchecked = " (data not validated: -c 0)" if (result.get("header") or {}).get("validation") == 0 else ""
+        self.add(check_id, subject, status, "%s: %s busbw %s GB/s %s %s GB/s (%s of %s)%s" % (
+            subject, test, _fmt(have), ">=" if status == "pass" else "<", _fmt(threshold), _pct(fraction),
+            _whole(nominal), unchecked), measured=have, threshold=threshold, expected=nominal, unit="GB/s")
+        self.chart_row(label, "NCCL", "GB/s", have, threshold, status)
+
+    # ---------------------------------------------------------------- storage
+    def storage_node(self, host, node):
+        storage = node.get("storage")
+        path = to_text(storage.get("path")) if _is_map(storage) and storage.get("path") else None
+        subject = "%s:%s" % (host, path) if path else host
+        for kind in ("write", "read"):
+            key = "storage_%s_gbytes_per_s_per_node" % kind
+            threshold = self.t[key]
+            result = storage.get(kind) if _is_map(storage) else None
+            if _is_map(result) and "gbytes_per_s" not in result and "stderr" in result:
+                result = result.get("stderr") or ""  # the registered dd task itself
+            if isinstance(result, (str, bytes)):
+                try:
+                    result = dd_results(result)
+                except ValidationError as e:
+                    self.add("storage.%s" % kind, subject, "fail", "%s: %s" % (subject, e), threshold=threshold,
+                             expected=threshold, unit="GB/s")
+                    continue
+            have = _number(result.get("gbytes_per_s")) if _is_map(result) else None
+            if have is None:
+                self.add("storage.%s" % kind, subject, "skip", "%s: storage %s bandwidth %s"
+                         % (subject, kind, self.busy(node) or "was not measured"), threshold=threshold,
+                         expected=threshold, unit="GB/s")
+                continue
+            status = "pass" if have >= threshold else "fail"
+            self.add("storage.%s" % kind, subject, status, "%s: dd %s %s GB/s %s %s GB/s" % (
+                subject, kind, _fmt(have, 2), ">=" if status == "pass" else "<", _fmt(threshold, 2)),
+                measured=have, threshold=threshold, expected=threshold, unit="GB/s")
+            self.chart_row("%s %s" % (subject, kind), "Storage per node", "GB/s", have, threshold, status)
+
+    def storage_aggregate(self):
+        agg = self.m.get("storage_aggregate")
+        path = to_text(agg.get("path")) if _is_map(agg) and agg.get("path") else None
+        count = agg.get("nodes") if _is_map(agg) else None
+        subject = "aggregate%s%s" % (" %s" % path if path else "", " (%s nodes)" % count if count is not None else "")
+        for kind in ("write", "read"):
+            threshold = self.t["storage_%s_gbytes_per_s_aggregate" % kind]
+            have = _number(agg.get("%s_gbytes_per_s" % kind)) if _is_map(agg) else None
+            check_id = "storage.aggregate_%s" % kind
+            if have is None:
+                self.add(check_id, subject, "skip", "%s: aggregate storage %s bandwidth was not measured"
+                         % (subject, kind), threshold=threshold, expected=threshold, unit="GB/s")
+                continue
+            status = "pass" if have >= threshold else "fail"
+            self.add(check_id, subject, status, "%s: %s %s GB/s %s %s GB/s" % (
+                subject, kind, _fmt(have, 2), ">=" if status == "pass" else "<", _fmt(threshold, 2)),
+                measured=have, threshold=threshold, expected=threshold, unit="GB/s")
+            self.chart_row("%s %s" % (subject, kind), "Storage aggregate", "GB/s", have, threshold, status)
+
+    # ---------------------------------------------------------------- Slurm
+    def slurm(self):
+        smoke = self.m.get("slurm_smoke")
+        if smoke is None:
+            self.add("slurm.smoke", "slurm", "skip", "slurm: the Slurm smoke job was not run")
+            return
+        if not _is_map(smoke):
+            raise ValidationError("validation_judge: measured.slurm_smoke must be a dict")
+        job = smoke.get("job_id")
+        subject = "slurm job %s" % job if job not in (None, "") else "slurm"
+        expected = _hosts(smoke.get("nodes_expected"))
+        ran = _hosts(smoke.get("nodes_ran"))
+        rc = smoke.get("rc")
+        problems = []
+        if rc is None or _number(rc) != 0:
+            problems.append("exit status %s" % (rc if rc is not None else "unknown"))
+        missing = [n for n in expected if n not in set(ran)]
+        extra = sorted(set(ran) - set(expected))
+        if missing:
+            problems.append("did not run on %s" % ", ".join(missing))
+        if extra:
+            problems.append("ran on unexpected node(s) %s" % ", ".join(extra))
+        if not expected:
+            problems.append("no expected nodes given")
+        if problems:
+            self.add("slurm.smoke", subject, "fail", "%s: %s" % (subject, "; ".join(problems)), measured=len(set(ran)),
+                     expected=len(expected), unit="nodes")
+        else:
+            self.add("slurm.smoke", subject, "pass", "%s: ran on all %d expected node(s) (%s), rc 0"
+                     % (subject, len(expected), _subject_hosts(expected)), measured=len(set(ran)),
+                     expected=len(expected), unit="nodes")
+
+    # ---------------------------------------------------------------- checkpoint
+    def checkpoint(self):
+        models = self.m.get("models")
+        interval = self.m.get("checkpoint_interval_minutes")
+        agg = self.m.get("storage_aggregate")
+        bandwidth = _number(agg.get("write_gbytes_per_s")) if _is_map(agg) else None
+        limit = self.t["checkpoint_max_stall_percent"]
+        if not models:
+            self.add("checkpoint.stall", "checkpoint", "skip", "checkpoint: no models given", threshold=limit, unit="%")
+            return []
+        if not _is_list(models):
+            raise ValidationError("validation_judge: measured.models must be a list of {name, parameters_billion}")
+        reason = None
+        if bandwidth is None or bandwidth <= 0:
+            reason = "no aggregate storage write bandwidth measured"
+        elif _number(interval) is None or _number(interval) <= 0:
+            reason = "no checkpoint_interval_minutes given"
+        if reason:
+            for model in models:
+                name = to_text(model.get("name")) if _is_map(model) else to_text(model)
+                self.add("checkpoint.stall", name, "skip", "%s: %s" % (name, reason), threshold=limit, unit="%")
+            return []
+        estimates = checkpoint_estimate(models, bandwidth, interval, self.t["bytes_per_parameter"])
+        for est in estimates:
+            status = "pass" if est["stall_percent"] <= limit else "fail"
+            message = "%s: a %s TB checkpoint every %s min takes %s s at %s GB/s: %s%% of training time %s %s%%" % (
+                est["name"], _fmt(est["checkpoint_bytes"] / 1e12, 2), _whole(interval), _fmt(est["write_seconds"]),
+                _fmt(bandwidth, 2), _fmt(est["stall_percent"], 2), "<=" if status == "pass" else ">", _fmt(limit, 2))
+            self.add("checkpoint.stall", est["name"], status, message, measured=est["stall_percent"], threshold=limit,
+                     unit="%")
+        return estimates
+
+
+def validation_judge(measured, thresholds=None):
+    """Judge measured cluster results against thresholds; see validation_judge.yml for the input and the report."""
+    if not _is_map(measured):
+        raise ValidationError("validation_judge expects a dict of measured results, got %s"
+                              % type(measured).__name__)
+    limits = _thresholds(thresholds)
+    judge = _Judge(measured, limits)
+    nodes = measured.get("nodes")
+    if nodes is not None and not _is_map(nodes):
+        raise ValidationError("validation_judge: measured.nodes must be a dict of host -> node results")
+    if not nodes:
+        judge.add("gpu.count", "nodes", "skip", "no node was measured")
+    for host, node in (nodes or {}).items():
+        host = to_text(host)
+        if node is None:
+            node = {}
+        if not _is_map(node):
+            raise ValidationError("validation_judge: measured.nodes[%s] must be a dict" % host)
+        expected = node.get("expected") if _is_map(node.get("expected")) else {}
+        judge.gpus(host, node, expected)
+        judge.dcgm(host, node)
+        judge.acs(host, node, expected)
+        judge.ib_ports(host, node, expected)
+        judge.nccl("nccl.single_node", host, node.get("nccl_local"), "nccl_single_node_busbw_gbps",
+                   "single-node NCCL test", "%s NCCL" % host, why=judge.busy(node))
+        judge.storage_node(host, node)
+    judge.ib_fabric()
+    judge.ib_write_bw()
+    multi = measured.get("nccl_multi")
+    if multi is not None and not _is_map(multi):
+        raise ValidationError("validation_judge: measured.nccl_multi must be a dict {nodes, result}")
+    subject = _subject_hosts((multi or {}).get("nodes"))
+    judge.nccl("nccl.multi_node", subject, (multi or {}).get("result"), "nccl_multi_node_busbw_gbps",
+               "multi-node NCCL test", "%s NCCL multi-node" % subject, rc=(multi or {}).get("rc"))
+    judge.storage_aggregate()
+    judge.slurm()
+    estimates = judge.checkpoint()
+
+    summary = {"pass": 0, "fail": 0, "skip": 0}
+    for check in judge.checks:
+        summary[check["status"]] += 1
+    return {
+        "cluster": _plain(measured.get("cluster")),
+        "generated_at": _plain(measured.get("generated_at")),
+        "ok": summary["fail"] == 0,
+        "summary": summary,
+        "checks": judge.checks,
+        "failures": [c["message"] for c in judge.checks if c["status"] == "fail"],
+        "bandwidth": judge.bandwidth,
+        "checkpoint": _plain(estimates),
+        "thresholds": _plain(limits),
+    }

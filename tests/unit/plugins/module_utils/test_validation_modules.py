@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The validation module_utils on their own: one file per job behind plugins/filter/validation.py, each raising
+ValidationError (a ValueError, no ansible.errors import), which the filter turns into AnsibleFilterError with the same
+message. What the filters compute is tested through the filter, in tests/unit/plugins/filter/test_validation.py."""
+
+import ast
+import inspect
+import os
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.clusterforge.gpu.plugins.filter import validation as validation_filter
+from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_common
+from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_judge
+from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_parsers
+from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_report
+from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_thresholds
+from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common import ValidationError
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import preflight_validate
+
+MODULES = (validation_common, validation_thresholds, validation_parsers, validation_judge, validation_report)
+FILTERS = validation_filter.FilterModule().filters()
+# filter name -> the module_utils function behind it
+BEHIND = {
+    "nccl_tests_results": validation_parsers.nccl_tests_results,
+    "perftest_results": validation_parsers.perftest_results,
+    "dd_results": validation_parsers.dd_results,
+    "checkpoint_estimate": validation_parsers.checkpoint_estimate,
+    "validation_judge": validation_judge.validation_judge,
+    "validation_html": validation_report.validation_html,
+}
+
+
+def source(module):
+    with open(module.__file__) as f:
+        return f.read()
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
+def test_module_utils_header_and_imports(module):
+    """The module_utils header ansible-test sanity wants, and nothing from the controller (ansible.errors, plugins)."""
+    text = source(module)
+    assert text.startswith("# -*- coding: utf-8 -*-\n# Copyright: ClusterForge developers\n"
+                           "# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)\n")
+    assert "from __future__ import absolute_import, division, print_function\n\n__metaclass__ = type\n" in text
+    imported = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Import):
+            imported.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imported.add(node.module)
+    assert not [name for name in imported if name.startswith("ansible.errors") or ".plugins.filter" in name
+                or ".plugins.plugin_utils" in name], imported
+    for name in imported:  # the standard library, Ansible's module_utils and the collection's
+        if name.split(".")[0] in ("ansible", "ansible_collections"):
+            assert name.startswith(("ansible.module_utils.",
+                                    "ansible_collections.clusterforge.gpu.plugins.module_utils.")), name
+
+
+def test_filter_is_thin_and_exports_the_same_filters_and_signatures():
+    assert set(FILTERS) == set(BEHIND)
+    for name, func in FILTERS.items():
+        assert func.__name__ == name
+        assert inspect.signature(func) == inspect.signature(BEHIND[name]), name
+    assert len(source(validation_filter).splitlines()) < 120
+
+
+def test_validation_error_is_a_value_error():
+    assert issubclass(ValidationError, ValueError)
+    assert not issubclass(ValidationError, AnsibleFilterError)
+
+
+@pytest.mark.parametrize("name, args, message", [
+    ("dd_results", (None,), "dd_results: no dd output (got None)"),
+    ("dd_results", ("512 bytes copied, 0 s, 0 B/s",), "dd_results: dd reports 512 bytes in 0 s; a zero duration"),
+    ("nccl_tests_results", (42,), "nccl_tests_results expects the text nccl-tests printed, got int"),
+    ("perftest_results", ([],), "perftest_results expects the text perftest printed, got list"),
+    ("checkpoint_estimate", ([], 0, 30), "checkpoint_estimate: write_gbytes_per_s (aggregate write bandwidth, GB/s) "
+                                         "must be a positive number, got 0"),
+    ("validation_judge", ([],), "validation_judge expects a dict of measured results, got list"),
+    ("validation_judge", ({}, {"nccl_min_fracton": 0.9}),
+     "validation_judge: unknown threshold key(s) nccl_min_fracton"),
+    ("validation_judge", ({"nodes": {"gpu01": {"idle": "maybe"}}},), "validation_judge: idle must be a boolean"),
+    ("validation_html", ({},), "validation_html expects the report of validation_judge"),
+])
+def test_module_utils_raise_value_errors_the_filter_raises_as_filter_errors(name, args, message):
+    with pytest.raises(ValidationError) as raw:
+        BEHIND[name](*args)
+    assert str(raw.value).startswith(message), str(raw.value)
+    with pytest.raises(AnsibleFilterError) as converted:
+        FILTERS[name](*args)
+    assert str(converted.value) == str(raw.value)
+    # raised afresh, as when the filters lived in the filter file: no chained cause or context to display
+    assert converted.value.__cause__ is None and converted.value.__suppress_context__ is True
+
+
+def test_thresholds_merge_and_reject():
+    merged = validation_thresholds._thresholds({"nccl_min_fraction": 0.8, "bytes_per_parameter": 18,
+                                                "checkpoint_max_stall_percent": None})
+    assert merged == dict(validation_thresholds.DEFAULT_THRESHOLDS, nccl_min_fraction=0.8, bytes_per_parameter=18)
+    assert isinstance(merged["bytes_per_parameter"], int)
+    assert validation_thresholds._thresholds(None) == validation_thresholds.DEFAULT_THRESHOLDS
+    with pytest.raises(ValidationError, match="threshold nccl_min_fraction is a fraction"):
+        validation_thresholds._thresholds({"nccl_min_fraction": 2})
+    with pytest.raises(ValidationError, match="threshold ib_write_bw_min_fraction must be a positive number"):
+        validation_thresholds._thresholds({"ib_write_bw_min_fraction": "fast"})
+    with pytest.raises(ValidationError, match="thresholds must be a dict, got list"):
+        validation_thresholds._thresholds([])
+
+
+@pytest.mark.parametrize("value, expected", [
+    (1980, (1980.0, 1980.0)), ("1980", (1980.0, 1980.0)), ([1980, 1410], (1410.0, 1980.0)),
+    ({"min": 1410, "max": 1980}, (1410.0, 1980.0)),
+])
+def test_clock_range(value, expected):
+    assert validation_thresholds._clock_range(value, "gpu01") == expected
+
+
+@pytest.mark.parametrize("value", [["t"], [1, 2, 3], "fast", None])
+def test_clock_range_rejects(value):
+    with pytest.raises(ValidationError, match="gpu01 expected.sm_clock_locked_mhz: expected"):
+        validation_thresholds._clock_range(value, "gpu01")
+
+
+def test_preflight_and_judge_read_one_threshold_table():
+    """preflight_validate judges threshold keys by the judge's own table."""
+    assert preflight_validate.DEFAULT_THRESHOLDS is validation_thresholds.DEFAULT_THRESHOLDS
+
+
+@pytest.mark.parametrize("value, expected", [
+    (3, 3.0), ("2.5", 2.5), (b" 7 ", 7.0), (True, None), (None, None), (float("nan"), None), ("inf", None),
+    ("fast", None), ([1], None),
+])
+def test_number(value, expected):
+    assert validation_common._number(value) == expected
+
+
+def test_plain_and_bool():
+    assert validation_common._plain({"a": (1, float("inf")), b"b": {2}, "c": object}) == {
+        "a": [1, None], "b": [2], "c": "<class 'object'>"}
+    assert validation_common._bool("yes", "x") is True and validation_common._bool(None, "x") is None
+    with pytest.raises(ValidationError, match="validation_judge: gpu01 expected.persistence must be a boolean"):
+        validation_common._bool("maybe", "gpu01 expected.persistence")
+
+
+def test_report_renders_a_judge_report_without_the_filter():
+    report = validation_judge.validation_judge({"cluster": "x", "storage_aggregate": {"write_gbytes_per_s": 2.5}})
+    page = validation_report.validation_html(report)
+    assert page.startswith("<!DOCTYPE html>\n") and page.endswith("</html>\n")
+    assert "<title>ClusterForge validation: x</title>" in page and '<svg class="chart"' in page
+    assert os.path.basename(validation_report.__file__) == "validation_report.py"
