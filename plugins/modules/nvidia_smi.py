@@ -16,6 +16,8 @@ description:
   - Reads the state of every GPU with one C(nvidia-smi --query-gpu=... --format=csv,noheader,nounits) call,
     compares it with the requested settings and runs the C(nvidia-smi) setters only for the GPUs that differ
     (C(-i <index> -pm 1), C(-pl <W>), C(-ac <mem>,<gfx>)/C(-rac), C(-lgc <min>,<max>)/C(-rgc), C(-lmc <min>,<max>)/C(-rmc)).
+  - Clock values are checked before C(nvidia-smi) runs at all. They must be whole numbers of MHz, C(min) not greater
+    than C(max), and C(max), C(memory) and C(graphics) above 0.
   - Every request is checked against each selected GPU before anything is changed. A power limit must lie in
     [C(power.min_limit), C(power.max_limit)]; clock requests must not exceed C(clocks.max.sm) (C(clocks.max.graphics)
     for application clocks) or C(clocks.max.memory). One bad GPU fails the task and no GPU is changed.
@@ -50,27 +52,76 @@ options:
     type: int
   locked_gpu_clocks:
     description:
-      - Lock the GPU (SM) clock to a range with C(nvidia-smi -lgc <min>,<max>), or V(reset) to remove the lock
-        with C(nvidia-smi -rgc).
-      - A dictionary with the integer keys C(min) and C(max), in MHz (C(min) <= C(max)), or the string V(reset).
-        This option is of type C(raw) so that one option carries both shapes; the module validates it.
-      - C(max) must not exceed the GPU's C(clocks.max.sm). The driver may clamp the request; the clamped
-        values it reports are what the state file records and what RV(gpus[].after) shows.
-    type: raw
+      - Lock the GPU (SM) clock to a range with C(nvidia-smi -lgc <min>,<max>).
+      - The driver may clamp the request; the clamped values it reports are what the state file records and what
+        RV(gpus[].after) shows.
+      - To remove the lock, use O(reset_locked_gpu_clocks) instead (the two are mutually exclusive).
+    type: dict
+    suboptions:
+      min:
+        description:
+          - The lowest SM clock in MHz, V(0) or more and not greater than O(locked_gpu_clocks.max).
+            V(0) asks for the lowest clock the GPU supports (the driver raises it).
+        type: int
+        required: true
+      max:
+        description:
+          - The highest SM clock in MHz, above V(0) and not above the GPU's C(clocks.max.sm) (1980 on H100 SXM).
+        type: int
+        required: true
+  reset_locked_gpu_clocks:
+    description:
+      - V(true) removes the SM clock lock with C(nvidia-smi -rgc).
+      - Mutually exclusive with O(locked_gpu_clocks); leave it out, rather than set it to V(false), when that
+        option is given.
+    type: bool
   locked_memory_clocks:
     description:
-      - Lock the memory clock with C(nvidia-smi -lmc <min>,<max>) (Ampere and newer), or V(reset) for C(-rmc).
-      - Same shape as O(locked_gpu_clocks); C(max) must not exceed C(clocks.max.memory).
-    type: raw
+      - Lock the memory clock to a range with C(nvidia-smi -lmc <min>,<max>) (Ampere and newer).
+      - Clamped like O(locked_gpu_clocks). To remove the lock, use O(reset_locked_memory_clocks) instead.
+    type: dict
+    suboptions:
+      min:
+        description:
+          - The lowest memory clock in MHz, V(0) or more and not greater than O(locked_memory_clocks.max).
+        type: int
+        required: true
+      max:
+        description:
+          - The highest memory clock in MHz, above V(0) and not above the GPU's C(clocks.max.memory).
+        type: int
+        required: true
+  reset_locked_memory_clocks:
+    description:
+      - V(true) removes the memory clock lock with C(nvidia-smi -rmc).
+      - Mutually exclusive with O(locked_memory_clocks); leave it out, rather than set it to V(false), when that
+        option is given.
+    type: bool
   application_clocks:
     description:
-      - Set the application clocks with C(nvidia-smi -ac <memory>,<graphics>), or V(reset) for C(nvidia-smi -rac)
-        (back to C(clocks.default_applications.*)).
-      - A dictionary with the integer keys C(memory) and C(graphics) in MHz (for example V(2619) and V(1980)
-        on H100 SXM), or the string V(reset). Only pairs listed by C(nvidia-smi -q -d SUPPORTED_CLOCKS) are
-        accepted by the driver.
+      - Set the application clocks with C(nvidia-smi -ac <memory>,<graphics>) (for example V(2619) and V(1980)
+        on H100 SXM). Only pairs listed by C(nvidia-smi -q -d SUPPORTED_CLOCKS) are accepted by the driver.
       - Locked GPU clocks take precedence over application clocks.
-    type: raw
+      - To go back to C(clocks.default_applications.*), use O(reset_application_clocks) instead.
+    type: dict
+    suboptions:
+      memory:
+        description:
+          - The memory clock in MHz, above V(0) and not above the GPU's C(clocks.max.memory).
+        type: int
+        required: true
+      graphics:
+        description:
+          - The graphics clock in MHz, above V(0) and not above the GPU's C(clocks.max.graphics).
+        type: int
+        required: true
+  reset_application_clocks:
+    description:
+      - V(true) restores the default application clocks with C(nvidia-smi -rac), on the GPUs whose application
+        clocks differ from C(clocks.default_applications.*).
+      - Mutually exclusive with O(application_clocks); leave it out, rather than set it to V(false), when that
+        option is given.
+    type: bool
   state_file:
     description:
       - JSON file recording the settings this module applied, per GPU UUID (see the notes for its format).
@@ -128,9 +179,9 @@ EXAMPLES = r"""
 
 - name: Remove clock locks and restore default application clocks
   clusterforge.gpu.nvidia_smi:
-    locked_gpu_clocks: reset
-    locked_memory_clocks: reset
-    application_clocks: reset
+    reset_locked_gpu_clocks: true
+    reset_locked_memory_clocks: true
+    reset_application_clocks: true
 
 - name: Use a specific nvidia-smi and state file
   clusterforge.gpu.nvidia_smi:
@@ -220,6 +271,7 @@ diff:
   sample: {"before": {"GPU 0 GPU-b1e0...": {"power_limit_watts": 700}}, "after": {"GPU 0 GPU-b1e0...": {"power_limit_watts": 500}}}
 """
 
+import copy
 import json
 import os
 
@@ -242,44 +294,46 @@ META_KEYS = ("index", "pci_bus_id", "name")
 SETTING_KEYS = ("persistence_mode", "power_limit_watts", "application_clocks", "locked_gpu_clocks",
                 "locked_memory_clocks")
 RESET = "reset"
+# Locked clocks have no NVML getter: they are compared with the state file and verified from the setter's message.
+LOCKS = ("locked_gpu_clocks", "locked_memory_clocks")
+# Each clock option: its reset switch and the keys of its value.
+CLOCK_OPTIONS = (
+    ("locked_gpu_clocks", "reset_locked_gpu_clocks", ("min", "max")),
+    ("locked_memory_clocks", "reset_locked_memory_clocks", ("min", "max")),
+    ("application_clocks", "reset_application_clocks", ("memory", "graphics")),
+)
 
 
 class RequestError(Exception):
     pass
 
 
-def _int(value, what):
-    if isinstance(value, bool):
-        raise RequestError("%s must be an integer, got %r" % (what, value))
-    try:
-        number = int(str(value).strip())
-    except (TypeError, ValueError):
-        raise RequestError("%s must be an integer, got %r" % (what, value))
-    if number < 0:
-        raise RequestError("%s must not be negative, got %d" % (what, number))
-    return number
+def clock_request(params, option, reset_option, keys):
+    """What the task asks of one clock option: None (not managed), ``reset``, or a dict of MHz values.
 
-
-def parse_clock_request(name, value, keys):
-    """``reset`` or a dict with exactly ``keys`` (ints). Returns None, "reset" or a normalised dict."""
+    The argument spec has checked the shape already (a dict of exactly ``keys``, integers, or the reset switch,
+    never both). This checks what an argument spec cannot say: no boolean, no negative value, a positive ``max``
+    (``memory``, ``graphics``), ``min`` <= ``max``.
+    """
+    if params.get(reset_option):
+        return RESET
+    value = params.get(option)
     if value is None:
         return None
-    if isinstance(value, str):
-        if value.strip().lower() == RESET:
-            return RESET
-        raise RequestError("%s must be the string 'reset' or a dictionary with the keys %s, got %r"
-                           % (name, ", ".join(keys), value))
-    if not isinstance(value, dict):
-        raise RequestError("%s must be the string 'reset' or a dictionary with the keys %s" % (name, ", ".join(keys)))
-    unknown = sorted(set(value) - set(keys))
-    missing = [k for k in keys if k not in value]
-    if unknown or missing:
-        raise RequestError("%s takes exactly the keys %s (missing: %s; unknown: %s)"
-                           % (name, ", ".join(keys), ", ".join(missing) or "none", ", ".join(unknown) or "none"))
-    result = dict((k, _int(value[k], "%s.%s" % (name, k))) for k in keys)
-    if "min" in result and result["min"] > result["max"]:
-        raise RequestError("%s: min (%d) must not be greater than max (%d)" % (name, result["min"], result["max"]))
-    return result
+    request = {}
+    for key in keys:
+        number = value[key]
+        what = "%s.%s" % (option, key)
+        if isinstance(number, bool):
+            raise RequestError("%s must be a whole number of MHz, got %r" % (what, number))
+        if number < 0:
+            raise RequestError("%s must not be negative, got %d" % (what, number))
+        if number == 0 and key != "min":
+            raise RequestError("%s must be a positive number of MHz, got 0" % what)
+        request[key] = number
+    if "min" in request and request["min"] > request["max"]:
+        raise RequestError("%s: min (%d) must not be greater than max (%d)" % (option, request["min"], request["max"]))
+    return request
 
 
 def _display(value):
@@ -292,32 +346,64 @@ def gpu_label(row):
     return "GPU %s (%s, %s)" % (row.get("index"), row.get("uuid"), row.get("pci.bus_id"))
 
 
+class GpuPlan(object):
+    """One selected GPU through the phases.
+
+    ``plan`` fills ``row`` (its query row), ``before`` and ``todo`` (``(option, nvidia-smi argv tail, predicted
+    after-value)`` in a safe order); ``apply`` fills ``applied`` and ``after`` (``predict``, in check mode, only
+    ``after``); ``verify`` drops from ``applied`` what did not stick and puts in ``after`` what the hardware took.
+    """
+
+    def __init__(self, row, before, todo):
+        self.row = row
+        self.before = before
+        self.todo = todo
+        self.after = dict(before)
+        self.applied = []
+
+    @property
+    def uuid(self):
+        return self.row["uuid"]
+
+    @property
+    def pending(self):
+        return [option for option, _args, _predicted in self.todo]
+
+
 class NvidiaSmi(object):
+    """``run`` goes through four phases: plan (one read), apply (the setters), verify (one read-back), persist."""
+
     def __init__(self, module):
         self.module = module
         self.params = module.params
         self.setter_cmds = []
         self.setter_results = {}
+        self.old_gpus = {}
+        want = {"persistence_mode": self.params["persistence_mode"],
+                "power_limit_watts": self.params["power_limit_watts"]}
         try:
-            self.want = {
-                "persistence_mode": self.params["persistence_mode"],
-                "power_limit_watts": self.params["power_limit_watts"],
-                "locked_gpu_clocks": parse_clock_request("locked_gpu_clocks", self.params["locked_gpu_clocks"],
-                                                         ("min", "max")),
-                "locked_memory_clocks": parse_clock_request("locked_memory_clocks",
-                                                            self.params["locked_memory_clocks"], ("min", "max")),
-                "application_clocks": parse_clock_request("application_clocks", self.params["application_clocks"],
-                                                          ("memory", "graphics")),
-            }
+            for option, reset_option, keys in CLOCK_OPTIONS:
+                want[option] = clock_request(self.params, option, reset_option, keys)
         except RequestError as e:
             module.fail_json(msg=to_native(e))
-        if self.want["power_limit_watts"] is not None and self.want["power_limit_watts"] <= 0:
+        if want["power_limit_watts"] is not None and want["power_limit_watts"] <= 0:
             module.fail_json(msg="power_limit_watts must be a positive number of watts")
-        self.want = dict((k, v) for k, v in self.want.items() if v is not None)
+        self.want = dict((k, v) for k, v in want.items() if v is not None)
         self.runner = ToolRunner(module, "nvidia-smi", self.params["nvidia_smi_path"], option="nvidia_smi_path")
         self.state_path = self.params["state_file"]
 
-    # ------------------------------------------------------------------------------------------ reading
+    def run(self):
+        plans = self.plan()
+        if self.module.check_mode:
+            self.predict(plans)
+            failures = []
+        else:
+            failures = self.apply(plans)
+            failures.extend(self.verify(plans))
+        state_changed = self.persist(plans)
+        self.report(plans, state_changed, failures)
+
+    # ------------------------------------------------------------------------------------------- reading
 
     def query(self):
         rc, out, err = self.runner.run(["--query-gpu=" + ",".join(STATE_QUERY_FIELDS), "--format=csv,noheader,nounits"],
@@ -368,7 +454,21 @@ class NvidiaSmi(object):
             return empty
         return data
 
-    # -------------------------------------------------------------------------------------- validation
+    # ---------------------------------------------------------------------------------------------- plan
+
+    def plan(self):
+        """Read the GPUs once, check every request against them and work out what each selected GPU needs.
+
+        Fails, listing every problem, before anything changes.
+        """
+        gpus = self.select(self.query())
+        self.validate(gpus)
+        self.old_gpus = copy.deepcopy(self.load_state().get("gpus", {}))
+        plans = []
+        for row in gpus:
+            entry = self.old_gpus.get(row["uuid"], {})
+            plans.append(GpuPlan(row, self.current(row, entry), self.actions(row, entry)))
+        return plans
 
     def validate(self, gpus):
         """Check every request against every selected GPU; fail listing all problems before any change."""
@@ -413,8 +513,6 @@ class NvidiaSmi(object):
         if problems:
             self.module.fail_json(msg="; ".join(problems), problems=problems)
 
-    # ----------------------------------------------------------------------------------------- compare
-
     def current(self, row, entry):
         """The managed settings of one GPU as they are now (locked clocks from the state file)."""
         have = {}
@@ -425,7 +523,7 @@ class NvidiaSmi(object):
         if "application_clocks" in self.want:
             have["application_clocks"] = {"memory": row.get("clocks.applications.memory"),
                                           "graphics": row.get("clocks.applications.graphics")}
-        for option in ("locked_gpu_clocks", "locked_memory_clocks"):
+        for option in LOCKS:
             if option in self.want:
                 if option not in entry:
                     have[option] = None
@@ -469,18 +567,15 @@ class NvidiaSmi(object):
                              {"min": request["min"], "max": request["max"]}))
         return todo
 
-    def state_value(self, option, after, request):
-        """What the state file records for one applied setting."""
-        if option in ("locked_gpu_clocks", "locked_memory_clocks"):
-            if after == RESET:
-                return None
-            return {"min": after["min"], "max": after["max"], "requested_min": request["min"],
-                    "requested_max": request["max"]}
-        if option == "application_clocks" and self.want[option] == RESET:
-            return None
-        return after
+    # ------------------------------------------------------------------------------------- check mode
 
-    # ------------------------------------------------------------------------------------------- apply
+    def predict(self, plans):
+        """Check mode: every planned setter is assumed to work; nothing runs."""
+        for gpu in plans:
+            for option, _args, predicted in gpu.todo:
+                gpu.after[option] = predicted
+
+    # --------------------------------------------------------------------------------------------- apply
 
     def run_setter(self, row, option, args):
         argv = ["-i", str(row["index"])] + args
@@ -489,6 +584,23 @@ class NvidiaSmi(object):
         self.setter_cmds.append(quote(cmd))
         self.setter_results[(row["uuid"], option)] = (cmd, rc, out, err)
         return cmd, rc, out, err
+
+    def apply(self, plans):
+        """Run the planned setters GPU by GPU, in order; stop at the first that fails.
+
+        Returns the failure, if any, as a one-item list of (msg, cmd, rc, stdout, stderr).
+        """
+        for gpu in plans:
+            for option, args, predicted in gpu.todo:
+                cmd, rc, out, err = self.run_setter(gpu.row, option, args)
+                if rc != 0:
+                    return [("%s failed on %s (rc=%s): %s" % (option, gpu_label(gpu.row), rc,
+                                                              (out or err or "").strip()[:2000]), cmd, rc, out, err)]
+                gpu.after[option] = predicted
+                gpu.applied.append(option)
+        return []
+
+    # -------------------------------------------------------------------------------------------- verify
 
     def clamped(self, option, row, out, request):
         parse = parse_locked_clocks_output if option == "locked_gpu_clocks" else parse_locked_memory_clocks_output
@@ -503,102 +615,99 @@ class NvidiaSmi(object):
                          % (gpu_label(row), option))
         return dict(request)
 
-    def write_state(self, data):
-        write_atomic(self.module, self.state_path, json.dumps(data, indent=2, sort_keys=True) + "\n", mode=0o644,
-                     make_dirs=True, changed=bool(self.setter_cmds), cmd=self.setter_cmds)
+    def verify(self, plans):
+        """After any setter ran, read the GPUs back once and check that what was applied is what the hardware has.
 
-    def run(self):
-        module = self.module
-        rows = self.query()
-        gpus = self.select(rows)
-        self.validate(gpus)
-        state = self.load_state()
-        old_gpus = json.loads(json.dumps(state.get("gpus", {})))
-        new_gpus = json.loads(json.dumps(old_gpus))
-
-        plan = []
-        for row in gpus:
-            entry = old_gpus.get(row["uuid"], {})
-            before = self.current(row, entry)
-            todo = self.actions(row, entry)
-            plan.append((row, before, todo))
-
-        results = []
-        failure = None
-        applied = {}
-        for row, before, todo in plan:
-            after = dict(before)
-            if module.check_mode:
-                for option, args, predicted in todo:
-                    after[option] = predicted
-            elif failure is None:
-                for option, args, predicted in todo:
-                    cmd, rc, out, err = self.run_setter(row, option, args)
-                    if rc != 0:
-                        failure = ("%s failed on %s (rc=%s): %s" % (option, gpu_label(row), rc,
-                                                                    (out or err or "").strip()[:2000]),
-                                   cmd, rc, out, err)
-                        break
-                    if option in ("locked_gpu_clocks", "locked_memory_clocks") and predicted != RESET:
-                        predicted = self.clamped(option, row, out, predicted)
-                    after[option] = predicted
-                    applied.setdefault(row["uuid"], []).append(option)
-            results.append({"row": row, "before": before, "after": after, "todo": todo})
-
-        # Read back once and check that the readable values stuck.
-        mismatch = []
-        if self.setter_cmds:
-            now = dict((r["uuid"], r) for r in self.query())
-            for item in results:
-                row = item["row"]
-                live = now.get(row["uuid"])
-                for option in applied.get(row["uuid"], []):
-                    if option in ("locked_gpu_clocks", "locked_memory_clocks"):
-                        continue
-                    got = None if live is None else self.current(live, {}).get(option)
-                    if got != item["after"][option]:
-                        applied[row["uuid"]].remove(option)
-                        cmd, rc, out, err = self.setter_results[(row["uuid"], option)]
-                        mismatch.append(("%s did not stick on %s: wanted %r, nvidia-smi now reports %r"
-                                         % (option, gpu_label(row), item["after"][option], got), cmd, rc, out, err))
-                        item["after"][option] = got
-
-        # The state file records every managed setting that is in place (already right or applied and verified).
-        for item in results:
-            row = item["row"]
-            pending = set(o for o, _a, _p in item["todo"])
-            done = set(applied.get(row["uuid"], []))
-            entry = new_gpus.setdefault(row["uuid"], {})
-            for option in self.want:
-                if option in pending and option not in done and not module.check_mode:
+        Locked clocks cannot be read back: their after-value becomes the clamped range the setter reported. A
+        readable value that differs from the request is a failure (with the setter's cmd, rc and output) and is
+        not recorded in the state file. Returns the failures as (msg, cmd, rc, stdout, stderr).
+        """
+        if not self.setter_cmds:
+            return []
+        live = dict((r["uuid"], r) for r in self.query())
+        mismatches = []
+        for gpu in plans:
+            now = live.get(gpu.uuid)
+            for option in list(gpu.applied):
+                cmd, rc, out, err = self.setter_results[(gpu.uuid, option)]
+                if option in LOCKS:
+                    if gpu.after[option] != RESET:
+                        gpu.after[option] = self.clamped(option, gpu.row, out, gpu.after[option])
                     continue
-                if option in ("locked_gpu_clocks", "locked_memory_clocks") and option not in pending:
+                got = None if now is None else self.current(now, {}).get(option)
+                if got != gpu.after[option]:
+                    gpu.applied.remove(option)
+                    mismatches.append(("%s did not stick on %s: wanted %r, nvidia-smi now reports %r"
+                                       % (option, gpu_label(gpu.row), gpu.after[option], got), cmd, rc, out, err))
+                    gpu.after[option] = got
+        return mismatches
+
+    # ------------------------------------------------------------------------------------------- persist
+
+    def state_value(self, option, after, request):
+        """What the state file records for one applied setting."""
+        if option in LOCKS:
+            if after == RESET:
+                return None
+            return {"min": after["min"], "max": after["max"], "requested_min": request["min"],
+                    "requested_max": request["max"]}
+        if option == "application_clocks" and self.want[option] == RESET:
+            return None
+        return after
+
+    def persist(self, plans):
+        """Record every managed setting that is in place (already right, or applied and verified) in the state file.
+
+        The file is written only when its settings change, never in check mode. Returns whether they change.
+        """
+        check_mode = self.module.check_mode
+        new_gpus = copy.deepcopy(self.old_gpus)
+        for gpu in plans:
+            entry = new_gpus.setdefault(gpu.uuid, {})
+            for option in self.want:
+                if option in gpu.pending and option not in gpu.applied and not check_mode:
+                    continue  # its setter failed, did not run or did not stick
+                if option in LOCKS and option not in gpu.pending:
                     continue  # already recorded as wanted
-                entry[option] = self.state_value(option, item["after"][option], self.want[option])
+                entry[option] = self.state_value(option, gpu.after[option], self.want[option])
             if any(k in entry for k in SETTING_KEYS):
-                entry.update({"index": row["index"], "pci_bus_id": row.get("pci.bus_id"), "name": row.get("name")})
+                entry.update({"index": gpu.row["index"], "pci_bus_id": gpu.row.get("pci.bus_id"),
+                              "name": gpu.row.get("name")})
             else:
-                new_gpus.pop(row["uuid"], None)
+                new_gpus.pop(gpu.uuid, None)
 
         def settings(gpus_map):
             return dict((u, dict((k, v) for k, v in e.items() if k not in META_KEYS)) for u, e in gpus_map.items())
 
-        state_changed = settings(new_gpus) != settings(old_gpus)
-        if state_changed and not module.check_mode:
-            self.write_state({"version": STATE_VERSION,
-                              "comment": "Written by clusterforge.gpu.nvidia_smi; applied again at boot by the "
-                                         "gpu_tuning unit. These settings do not survive a reboot or driver reload.",
-                              "gpus": new_gpus})
+        state_changed = settings(new_gpus) != settings(self.old_gpus)
+        if state_changed and not check_mode:
+            write_atomic(self.module, self.state_path,
+                         json.dumps({"version": STATE_VERSION,
+                                     "comment": "Written by clusterforge.gpu.nvidia_smi; applied again at boot by the "
+                                                "gpu_tuning unit. These settings do not survive a reboot or driver "
+                                                "reload.",
+                                     "gpus": new_gpus}, indent=2, sort_keys=True) + "\n",
+                         mode=0o644, make_dirs=True, changed=bool(self.setter_cmds), cmd=self.setter_cmds)
+        return state_changed
 
+    # -------------------------------------------------------------------------------------------- report
+
+    def report(self, plans, state_changed, failures):
+        module = self.module
         gpus_out = []
         persistence_off = []
-        for item in results:
-            row = item["row"]
-            gpus_out.append({"index": row["index"], "uuid": row["uuid"], "pci_bus_id": row.get("pci.bus_id"),
-                             "changed": bool(item["todo"]), "before": item["before"], "after": item["after"]})
-            if item["todo"] and item["after"].get("persistence_mode", row.get("persistence_mode")) is False:
+        for gpu in plans:
+            row = gpu.row
+            gpus_out.append({"index": row["index"], "uuid": gpu.uuid, "pci_bus_id": row.get("pci.bus_id"),
+                             "changed": bool(gpu.todo), "before": gpu.before, "after": gpu.after})
+            if gpu.todo and gpu.after.get("persistence_mode", row.get("persistence_mode")) is False:
                 persistence_off.append(str(row["index"]))
-        changed = bool(self.setter_cmds) or state_changed or (module.check_mode and any(i["todo"] for i in results))
+        changed = bool(self.setter_cmds) or state_changed or (module.check_mode and any(g.todo for g in plans))
+        if failures:
+            msg, cmd, rc, out, err = failures[0]
+            module.fail_json(msg=msg, cmd=quote(cmd), rc=rc, stdout=out, stderr=err, changed=changed,
+                             commands=self.setter_cmds, gpus=gpus_out, state_file=self.state_path,
+                             state_file_changed=state_changed)
         result = {"changed": changed, "gpus": gpus_out, "cmd": self.setter_cmds, "state_file": self.state_path,
                   "state_file_changed": state_changed}
         if module._diff:
@@ -607,11 +716,6 @@ class NvidiaSmi(object):
 
             result["diff"] = {"before": dict((key(g), g["before"]) for g in gpus_out),
                               "after": dict((key(g), g["after"]) for g in gpus_out)}
-        for failed in ([failure] if failure else []) + mismatch:
-            msg, cmd, rc, out, err = failed
-            module.fail_json(msg=msg, cmd=quote(cmd), rc=rc, stdout=out, stderr=err, changed=changed,
-                             commands=self.setter_cmds, gpus=gpus_out, state_file=self.state_path,
-                             state_file_changed=state_changed)
         if persistence_off and set(self.want) - set(["persistence_mode"]):
             module.warn("persistence mode is disabled on GPU(s) %s: the driver may unload when idle and drop these "
                         "settings; enable nvidia-persistenced" % ", ".join(persistence_off))
@@ -624,14 +728,22 @@ def main():
             gpus=dict(type="list", elements="str"),
             persistence_mode=dict(type="bool"),
             power_limit_watts=dict(type="int"),
-            locked_gpu_clocks=dict(type="raw"),
-            locked_memory_clocks=dict(type="raw"),
-            application_clocks=dict(type="raw"),
+            locked_gpu_clocks=dict(type="dict", options=dict(min=dict(type="int", required=True),
+                                                             max=dict(type="int", required=True))),
+            locked_memory_clocks=dict(type="dict", options=dict(min=dict(type="int", required=True),
+                                                                max=dict(type="int", required=True))),
+            application_clocks=dict(type="dict", options=dict(memory=dict(type="int", required=True),
+                                                              graphics=dict(type="int", required=True))),
+            reset_locked_gpu_clocks=dict(type="bool"),
+            reset_locked_memory_clocks=dict(type="bool"),
+            reset_application_clocks=dict(type="bool"),
             state_file=dict(type="path", default="/etc/clusterforge/nvidia_smi_state.json"),
             nvidia_smi_path=dict(type="path"),
         ),
+        mutually_exclusive=[[option, reset_option] for option, reset_option, _keys in CLOCK_OPTIONS],
         required_one_of=[["persistence_mode", "power_limit_watts", "locked_gpu_clocks", "locked_memory_clocks",
-                          "application_clocks"]],
+                          "application_clocks", "reset_locked_gpu_clocks", "reset_locked_memory_clocks",
+                          "reset_application_clocks"]],
         supports_check_mode=True,
     )
     NvidiaSmi(module).run()

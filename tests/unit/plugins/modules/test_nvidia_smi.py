@@ -275,6 +275,21 @@ def test_value_did_not_stick_fails_with_setter_output(state_file):
     assert read_state(state_file)["gpus"][uuid(4)]["power_limit_watts"] == 500
 
 
+def test_a_failure_keeps_what_was_applied_and_verified_before_it(state_file):
+    # apply stops at GPU 1's power limit; verify still reads back once and records GPU 0's clamped lock
+    fake = FakeSmi(h100_gpus(2), fail={(1, "-pl"): (4, "Insufficient Permissions\n", "")}, clamp_lgc_min=345)
+    result, tool = run(fake, {"power_limit_watts": 500, "locked_gpu_clocks": {"min": 0, "max": 1980}}, state_file)
+    assert result["failed"] is True and result["rc"] == 4 and result["cmd"].endswith("nvidia-smi -i 1 -pl 500")
+    assert setter_calls(tool) == [["-i", "0", "-pl", "500"], ["-i", "0", "-lgc", "0,1980"], ["-i", "1", "-pl", "500"]]
+    assert queries(tool) == 2
+    assert result["gpus"][0]["after"] == {"power_limit_watts": 500, "locked_gpu_clocks": {"min": 345, "max": 1980}}
+    assert result["gpus"][1]["after"] == result["gpus"][1]["before"]
+    recorded = read_state(state_file)["gpus"]
+    assert recorded[uuid(0)]["power_limit_watts"] == 500
+    assert recorded[uuid(0)]["locked_gpu_clocks"] == {"min": 345, "max": 1980, "requested_min": 0, "requested_max": 1980}
+    assert uuid(1) not in recorded
+
+
 def test_tool_missing(state_file):
     result, tool = run(FakeSmi(h100_gpus()), {"power_limit_watts": 500}, state_file, missing=("nvidia-smi",))
     assert result["failed"] is True
@@ -402,41 +417,116 @@ def test_locked_memory_clocks_applied(state_file):
 def test_reset_locked_clocks(state_file):
     fake = FakeSmi(h100_gpus(2))
     run(fake, {"locked_gpu_clocks": {"min": 1980, "max": 1980}}, state_file)
-    result, tool = run(fake, {"locked_gpu_clocks": "reset"}, state_file)
+    result, tool = run(fake, {"reset_locked_gpu_clocks": True}, state_file)
     assert result["changed"] is True
     assert setter_calls(tool) == [["-i", "0", "-rgc"], ["-i", "1", "-rgc"]]
+    assert queries(tool) == 2
+    assert result["gpus"][0]["before"] == {"locked_gpu_clocks": {"min": 1980, "max": 1980}}
     assert result["gpus"][0]["after"] == {"locked_gpu_clocks": "reset"}
     assert read_state(state_file)["gpus"][uuid(0)]["locked_gpu_clocks"] is None
-    result, tool = run(fake, {"locked_gpu_clocks": "reset"}, state_file)
+    result, tool = run(fake, {"reset_locked_gpu_clocks": True}, state_file)
     assert result["changed"] is False and setter_calls(tool) == []
+    assert result["gpus"][0]["before"] == {"locked_gpu_clocks": "reset"}
+
+
+def test_reset_in_check_mode_predicts_and_writes_nothing(state_file):
+    fake = FakeSmi(h100_gpus(2))
+    run(fake, {"locked_gpu_clocks": {"min": 1980, "max": 1980}}, state_file)
+    recorded = read_state(state_file)
+    result, tool = run(fake, {"reset_locked_gpu_clocks": True}, state_file, check_mode=True, diff=True)
+    assert result["changed"] is True and result["state_file_changed"] is True
+    assert setter_calls(tool) == [] and queries(tool) == 1
+    assert result["diff"]["after"]["GPU 1 %s" % uuid(1)] == {"locked_gpu_clocks": "reset"}
+    assert read_state(state_file) == recorded
 
 
 def test_reset_with_no_record_applies_once(state_file):
     fake = FakeSmi(h100_gpus(1))
-    result, tool = run(fake, {"locked_memory_clocks": "RESET"}, state_file)
+    result, tool = run(fake, {"reset_locked_memory_clocks": True}, state_file)
     assert setter_calls(tool) == [["-i", "0", "-rmc"]]
     assert result["gpus"][0]["before"] == {"locked_memory_clocks": None}
 
 
-def test_clock_values_given_as_strings_are_accepted(state_file):
+# The shape of a clock option is Ansible's argument validation: it fails in AnsibleModule(), before nvidia-smi is
+# looked up, with Ansible's own messages (a raw option would let every one of these through to the module).
+@pytest.mark.parametrize("option,value,needle", [
+    ("locked_gpu_clocks", {"min": 1000}, "missing required arguments: max found in locked_gpu_clocks"),
+    ("locked_memory_clocks", {"max": 2619}, "missing required arguments: min found in locked_memory_clocks"),
+    ("application_clocks", {"memory": 2619}, "missing required arguments: graphics found in application_clocks"),
+    ("application_clocks", {"min": 1980, "max": 1980}, "missing required arguments: graphics, memory"),
+    ("locked_gpu_clocks", {"min": 1000, "max": 1500, "speed": 1}, "locked_gpu_clocks.speed. Supported parameters "
+                                                                  "include: max, min"),
+    ("locked_gpu_clocks", {"min": "fast", "max": 1500}, "cannot be converted to an int"),
+    ("locked_gpu_clocks", {"min": 1410.5, "max": 1980}, "cannot be converted to an int"),
+    ("locked_gpu_clocks", "reset", "dictionary requested, could not parse JSON or key=value"),
+    ("locked_gpu_clocks", ["1000", "1500"], "dictionary requested, could not parse JSON or key=value"),
+    ("reset_application_clocks", "maybe", "'maybe' is not a valid boolean"),
+])
+def test_invalid_clock_shapes_fail_in_argument_validation(state_file, option, value, needle):
+    result, tool = run(FakeSmi(h100_gpus(1)), {option: value}, state_file)
+    assert result["failed"] is True
+    assert needle in result["msg"], result["msg"]
+    assert tool.calls == []
+    assert not os.path.exists(state_file)
+
+
+@pytest.mark.parametrize("option,reset", [
+    ("locked_gpu_clocks", True), ("locked_memory_clocks", True), ("locked_gpu_clocks", False),
+])
+def test_a_value_and_its_reset_switch_together_are_refused(state_file, option, reset):
+    # false counts too: Ansible's mutually_exclusive looks at which options are given (the role leaves it out)
+    result, tool = run(FakeSmi(h100_gpus(1)), {option: {"min": 1980, "max": 1980}, "reset_" + option: reset},
+                       state_file)
+    assert result["failed"] is True
+    assert "parameters are mutually exclusive: %s|reset_%s" % (option, option) in result["msg"]
+    assert tool.calls == []
+
+
+def test_application_clocks_and_their_reset_together_are_refused(state_file):
+    result, tool = run(FakeSmi(h100_gpus(1)), {"application_clocks": {"memory": 2619, "graphics": 1980},
+                                               "reset_application_clocks": True}, state_file)
+    assert result["failed"] is True
+    assert "mutually exclusive: application_clocks|reset_application_clocks" in result["msg"]
+    assert tool.calls == []
+
+
+def test_clock_values_given_as_strings_are_converted(state_file):
     result, tool = run(FakeSmi(h100_gpus(1)), {"locked_gpu_clocks": {"min": "1410", "max": "1980"}}, state_file)
     assert setter_calls(tool) == [["-i", "0", "-lgc", "1410,1980"]]
+    assert result["gpus"][0]["after"] == {"locked_gpu_clocks": {"min": 1410, "max": 1980}}
 
 
-@pytest.mark.parametrize("value,needle", [
-    ("max", "must be the string 'reset'"),
-    ({"min": 1000}, "missing: max"),
-    ({"min": 1000, "max": 1500, "speed": 1}, "unknown: speed"),
-    ({"min": 1800, "max": 1500}, "must not be greater"),
-    ({"min": "fast", "max": 1500}, "must be an integer"),
-    ({"min": -5, "max": 1500}, "must not be negative"),
-    (["1000", "1500"], "must be the string 'reset' or a dictionary"),
+# What an argument spec cannot express (min <= max, no negative value, a positive max) the module checks before it
+# runs anything, with its own messages.
+@pytest.mark.parametrize("option,value,needle", [
+    ("locked_gpu_clocks", {"min": 1800, "max": 1500}, "locked_gpu_clocks: min (1800) must not be greater than max (1500)"),
+    ("locked_memory_clocks", {"min": 2619, "max": 1593},
+     "locked_memory_clocks: min (2619) must not be greater than max (1593)"),
+    ("locked_gpu_clocks", {"min": -5, "max": 1500}, "locked_gpu_clocks.min must not be negative, got -5"),
+    ("locked_gpu_clocks", {"min": 0, "max": 0}, "locked_gpu_clocks.max must be a positive number of MHz, got 0"),
+    ("locked_gpu_clocks", {"min": True, "max": 1500}, "locked_gpu_clocks.min must be a whole number of MHz, got True"),
+    ("application_clocks", {"memory": 2619, "graphics": 0},
+     "application_clocks.graphics must be a positive number of MHz, got 0"),
+    ("application_clocks", {"memory": -1, "graphics": 1980}, "application_clocks.memory must not be negative, got -1"),
 ])
-def test_invalid_clock_shapes_fail_without_running_anything(state_file, value, needle):
-    result, tool = run(FakeSmi(h100_gpus(1)), {"locked_gpu_clocks": value}, state_file)
+def test_clock_values_out_of_order_or_range_fail_before_any_call(state_file, option, value, needle):
+    result, tool = run(FakeSmi(h100_gpus(1)), {option: value, "power_limit_watts": 500}, state_file)
     assert result["failed"] is True
-    assert needle in result["msg"]
+    assert result["msg"] == needle
     assert tool.calls == []
+
+
+def test_lowest_locked_min_is_zero(state_file):
+    result, tool = run(FakeSmi(h100_gpus(1)), {"locked_gpu_clocks": {"min": 0, "max": 1980}}, state_file)
+    assert result.get("failed") is not True, result
+    assert setter_calls(tool) == [["-i", "0", "-lgc", "0,1980"]]
+
+
+def test_reset_switch_false_alone_changes_nothing(state_file):
+    result, tool = run(FakeSmi(h100_gpus(1)), {"reset_locked_gpu_clocks": False}, state_file)
+    assert result["changed"] is False
+    assert setter_calls(tool) == [] and queries(tool) == 1
+    assert result["gpus"][0]["before"] == {} and not os.path.exists(state_file)
 
 
 def test_one_setting_is_required(state_file):
@@ -461,7 +551,7 @@ def test_application_clocks_set_and_read_back(state_file):
 def test_application_clocks_reset_only_where_not_default(state_file):
     gpus = h100_gpus(3)
     gpus[1]["clocks.applications.graphics"] = 1500
-    result, tool = run(FakeSmi(gpus), {"application_clocks": "reset"}, state_file)
+    result, tool = run(FakeSmi(gpus), {"reset_application_clocks": True}, state_file)
     assert setter_calls(tool) == [["-i", "1", "-rac"]]
     assert result["gpus"][1]["after"] == {"application_clocks": {"memory": 2619, "graphics": 1980}}
     assert read_state(state_file)["gpus"][uuid(1)]["application_clocks"] is None
@@ -551,3 +641,50 @@ def test_check_mode_never_writes_state_file_for_locks(state_file):
     assert result["changed"] is True and result["state_file_changed"] is True
     assert setter_calls(tool) == []
     assert not os.path.exists(os.path.dirname(state_file))
+
+
+# ------------------------------------------------------------------------------ documentation vs argument spec
+
+class _Captured(Exception):
+    pass
+
+
+def _argument_spec():
+    seen = {}
+
+    def fake(**kwargs):
+        seen.update(kwargs)
+        raise _Captured()
+
+    with mock.patch.object(module, "AnsibleModule", fake):
+        with pytest.raises(_Captured):
+            module.main()
+    return seen
+
+
+def test_documentation_matches_the_argument_spec():
+    """The part of ansible-test's validate-modules that a unit run can check: types, suboptions, defaults, rules."""
+    import yaml
+
+    doc = yaml.safe_load(module.DOCUMENTATION)["options"]
+    spec = _argument_spec()
+
+    def compare(doc_options, spec_options, where):
+        assert sorted(doc_options) == sorted(spec_options), where
+        for name, d in doc_options.items():
+            s = spec_options[name]
+            assert d.get("type", "str") == s.get("type", "str"), (where, name)
+            assert d.get("elements") == s.get("elements"), (where, name)
+            assert d.get("default") == s.get("default"), (where, name)
+            assert bool(d.get("required")) == bool(s.get("required")), (where, name)
+            if "suboptions" in d or "options" in s:
+                compare(d["suboptions"], s["options"], "%s.%s" % (where, name))
+
+    compare(doc, spec["argument_spec"], "options")
+    assert spec["mutually_exclusive"] == [["locked_gpu_clocks", "reset_locked_gpu_clocks"],
+                                          ["locked_memory_clocks", "reset_locked_memory_clocks"],
+                                          ["application_clocks", "reset_application_clocks"]]
+    for option, reset_option, _keys in module.CLOCK_OPTIONS:
+        assert "O(%s)" % option in " ".join(doc[reset_option]["description"])
+    assert set(spec["required_one_of"][0]) == set(doc) - set(["gpus", "state_file", "nvidia_smi_path"])
+    assert spec["supports_check_mode"] is True
