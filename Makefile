@@ -90,7 +90,7 @@ lab-converge: link
 	@ansible-playbook $(LAB_INVENTORY) site.yml
 
 lab-validate: link
-	@if [ -f playbooks/validate.yml ] && ! grep -q 'import_playbook: playbooks/validate.yml' site.yml; then \
+	@if [ -f playbooks/validate.yml ] && ! grep -q 'import_playbook: validate.yml' playbooks/site.yml; then \
 	  printf '\n==> validation\n'; ansible-playbook $(LAB_INVENTORY) playbooks/validate.yml; fi
 
 lab-down:
@@ -114,7 +114,7 @@ sanity: venv
 
 test-unit: venv link
 	$(call phase,unit and conformance tests)
-	@pytest -q tests/unit tests/conformance
+	@pytest -q tests/unit tests/lab/unit tests/bench tests/conformance
 
 test-integration: venv link
 	$(call phase,integration: preflight against broken inventories)

@@ -323,7 +323,7 @@ def setstripe_args(desired):
 # Parsers for the Lustre server tools (tunefs.lustre, blkid, lctl get_param / llog_print / dl, lnetctl), one per
 # tool output, and the pure decisions built on them. The modules lustre_target, lnet, lctl_param and
 # lustre_device_info use them; the lab emulators are read through the same parsers
-# (tests/unit/test_emulator_lustre_server.py).
+# (tests/lab/unit/test_emulator_lustre_server.py).
 
 LDD_FLAG_MDT = 0x1
 LDD_FLAG_OST = 0x2

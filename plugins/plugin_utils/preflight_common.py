@@ -43,6 +43,9 @@ ROLE_HOSTS = {
     "lustre_server": ("lustre_mds", "lustre_oss"),
     "lustre_client": ("lustre_clients",),
     "nccl": ("gpu_nodes",),
+    # Not a play of site.yml: playbooks/rolling_reconfigure.yml plans on the controller and rolls the GPU nodes.
+    "rolling": ("slurm_controller", "gpu_nodes"),
+    "validate": ("gpu_nodes", "slurm_controller"),
 }
 
 CLI_ORIGIN = "<CLI option '-e'>"

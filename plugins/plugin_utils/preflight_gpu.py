@@ -226,9 +226,10 @@ UNIT_RE = re.compile(r"^[A-Za-z0-9:_.\\@-]+\."
 HOSTENGINE_RE = re.compile(r"^(?P<host>[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\]):(?P<port>[0-9]+)$")
 DCGM_HOSTENGINE_PORT = 5555
 DCGM_LEVELS = (1, 2, 3, 4)
-# The DCGM diagnostic levels an inventory can set, where 0 skips the diagnostic (playbooks/validate.yml and
-# playbooks/tasks/rolling_health_gate.yml run it only when the level is above 0).
-# rolling_health_dcgm_level is judged by preflight_rolling (with the rolling playbook's own wording).
+# The DCGM diagnostic levels an inventory can set, where 0 skips the diagnostic (validation runs it only when the
+# level is above 0).
+# rolling_health_dcgm_level is judged by its spec (roles/rolling, levels 1-4: the health gate cannot be switched
+# off) and preflight_rolling (the rolling playbook's own wording for 0).
 DCGM_LEVEL_VARS = ("validate_dcgm_level",)
 HEALTHCHECK_DCGM_MODES = ("auto", "true", "false", "yes", "no", "on", "off")
 
@@ -406,7 +407,7 @@ def _clock_errors(inv, host, profile):
 
 
 def _parse_clock(host, name, value, keys):
-    """The shapes gpu_tuning and nvidia_smi accept: null, the string reset, or a dict of exactly ``keys``.
+    """The shapes gpu_tuning accepts: null, the string reset (the module's reset switch), or a dict of exactly ``keys``.
 
     Returns (dict of ints or None, errors).
     """

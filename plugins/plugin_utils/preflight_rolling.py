@@ -7,6 +7,14 @@ A rolling change drains production GPU nodes. A batch list that Ansible reads as
 that names the controller, a switch given as the string ``'true'`` or a health gate that no node can pass would
 only show once nodes are drained. These rules find them before the plan, each with its own message.
 
+The variables are the options of the role clusterforge.gpu.rolling (roles/rolling/meta/argument_specs.yml), plus
+``rolling_apply_hosts`` of playbooks/rolling_apply.yml. Their types and choices are the spec's, which preflight_specs
+checks strictly for every role; these rules add what no spec can say: what a value means for the roll (a batch of
+0, a hostlist naming the controller, a role that does not run on GPU nodes, a gate no node can pass), the rules
+between two variables, and where a value is set. A value of the wrong type is left to the spec's check, except a
+string given with ``-e name=value`` for a list or a switch, which gets this playbook's own advice; while these rules
+run, the spec's check leaves out the values they report (:func:`reports`).
+
 Where the playbook reads each variable matters:
 
 * the plan (the play on the controller) and the ``serial:`` keyword read ``rolling_roles``, ``rolling_nodes``,
@@ -35,11 +43,13 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
     load_role_specs,
     is_int,
     is_number,
+    spec_default,
     type_name,
 )
 
-# Every variable the rolling playbooks (rolling_reconfigure.yml, rolling_apply.yml, tasks/rolling_health_gate.yml)
-# read; tests/unit/plugins/plugin_utils/test_preflight_rolling.py keeps this in step with the playbooks.
+ROLE = "rolling"
+# Every variable the rolling role and playbooks/rolling_apply.yml read: the role's options and rolling_apply_hosts.
+# tests/unit/plugins/plugin_utils/test_preflight_rolling.py keeps this in step with the spec and the files.
 ROLLING_VARIABLES = (
     "rolling_roles",
     "rolling_nodes",
@@ -66,23 +76,17 @@ CLUSTER_WIDE = ("rolling_roles", "rolling_nodes", "rolling_serial", "rolling_max
 # Read on each node by the per-node steps and the health gate.
 PER_NODE = tuple(v for v in ROLLING_VARIABLES if v not in CLUSTER_WIDE)
 
-# The playbooks' defaults (`| default(...)`), used where a rule compares two values.
-DEFAULTS = {
-    "rolling_serial": [1, "25%"],
-    "rolling_max_unavailable_percent": 25,
-    "rolling_drain_timeout_seconds": 3600,
-    "rolling_poll_interval_seconds": 10,
-    "rolling_reboot_timeout_seconds": 1800,
-    "rolling_health_register_timeout_seconds": 120,
-    "rolling_health_dcgm_level": 1,
-    "rolling_health_dcgm_timeout_seconds": 900,
-    "rolling_health_nccl_min_busbw_gbps": 333,
-}
 SECONDS = ("rolling_drain_timeout_seconds", "rolling_poll_interval_seconds", "rolling_reboot_timeout_seconds",
            "rolling_health_register_timeout_seconds", "rolling_health_dcgm_timeout_seconds")
 SWITCHES = ("rolling_reboot_ok", "rolling_plan", "rolling_health_nccl_test")
 # Roles whose play in site.yml runs on the GPU nodes (directly, or through a group GPU nodes are usually in).
 GPU_NODE_GROUPS = ("all", "gpu_nodes", "lustre_clients")
+# Roles of this collection that change nothing on a node: rolling them out would drain nodes for nothing.
+NOT_A_CHANGE = {
+    "preflight": "checks the inventory and changes nothing (every rolling playbook runs it first)",
+    "rolling": "is this rolling change itself",
+    "validate": "measures and judges, it changes nothing (run playbooks/validate.yml)",
+}
 # DCGM diagnostic levels (dcgmi diag -r 1..4) and how long each takes (PRACTICE.md section 6 and 8): a gate
 # timeout shorter than its level's run time fails every node.
 DCGM_LEVELS = {1: "seconds", 2: "about 2 minutes", 3: "about 15 minutes", 4: "longer than level 3 (15 minutes)"}
@@ -121,25 +125,13 @@ def _show(value):
 
 
 def _whole(value):
-    """An integer, or a string of digits (what -e name=value gives); None for anything else."""
-    if is_int(value):
-        return value
-    if isinstance(value, str) and re.match(r"^\s*-?\d+\s*$", value):
-        return int(value)
-    return None
+    """An integer (the spec's type of the rule's variable); None for anything else, which the spec reports."""
+    return value if is_int(value) else None
 
 
-def _number(value):
-    """A finite number, or a string that is one; None for anything else."""
-    if is_number(value):
-        return value if not (isinstance(value, float) and (math.isnan(value) or math.isinf(value))) else None
-    if isinstance(value, str):
-        try:
-            out = float(value.strip())
-        except ValueError:
-            return None
-        return out if not (math.isnan(out) or math.isinf(out)) else None
-    return None
+def _finite(value):
+    """Whether a number (the spec's float) is finite: the spec lets NaN and infinity through."""
+    return not (isinstance(value, float) and (math.isnan(value) or math.isinf(value)))
 
 
 def _gpu_hosts(inv):
@@ -155,7 +147,7 @@ def _roles(value, inv):
         return ["must be a list of role names, got the string %s; give %s (-e rolling_roles=... passes a string)"
                 % (_show(value), EXAMPLE_ROLES)]
     if not isinstance(value, (list, tuple)):
-        return ["must be a list of role names, got %s (%s); give %s" % (_show(value), type_name(value), EXAMPLE_ROLES)]
+        return []  # not a list: the spec says so
     if not value:
         return ["is an empty list: name at least one role to roll out, e.g. %s" % EXAMPLE_ROLES]
     errors = []
@@ -177,7 +169,11 @@ def _roles(value, inv):
         else:
             role = name
         if role not in known:
-            errors.append("'%s' names no role of clusterforge.gpu (roles: %s)" % (name, ", ".join(known)))
+            errors.append("'%s' names no role of clusterforge.gpu (roles: %s)"
+                          % (name, ", ".join(r for r in known if r not in NOT_A_CHANGE)))
+            continue
+        if role in NOT_A_CHANGE:
+            errors.append("'%s' is not a change to roll out: %s %s" % (name, role, NOT_A_CHANGE[role]))
             continue
         groups = ROLE_HOSTS.get(role)
         if groups is not None and not any(g in GPU_NODE_GROUPS for g in groups):
@@ -255,8 +251,7 @@ def _serial(value, inv):
         return ["must be a list of batch sizes, got the string %s (-e rolling_serial=... passes a string); "
                 "give %s" % (_show(value), EXAMPLE_SERIAL)]
     if not isinstance(value, (list, tuple)):
-        return ["must be a list of batch sizes, got %s (%s); give a list, e.g. %s"
-                % (_show(value), type_name(value), EXAMPLE_SERIAL)]
+        return []  # not a list: the spec says so
     if not value:
         return ["is an empty list: Ansible then runs every node in one batch (no canary); give e.g. %s"
                 % EXAMPLE_SERIAL]
@@ -287,12 +282,9 @@ def _serial(value, inv):
 
 
 def _percent(value, inv):
-    if value is MISSING:
-        return []
-    number = _number(value)
-    if number is None or isinstance(value, bool):
-        return ["must be a number of percent from 0 to 100, got %s (%s)" % (_show(value), type_name(value))]
-    if number < 0 or number > 100:
+    if value is MISSING or not is_number(value):
+        return []  # not a number: the spec says so
+    if not _finite(value) or value < 0 or value > 100:
         return ["must be a share of the nodes from 0 to 100 percent, got %s" % _show(value)]
     return []
 
@@ -317,61 +309,46 @@ def _apply_hosts(value, inv):
 
 def _switch(name):
     def rule(value, inv):
-        if value is MISSING or isinstance(value, bool):
+        # A string is what -e name=true gives: this playbook's advice, in the form that works as printed. Any other
+        # type that is not a boolean is the spec's to report.
+        if not isinstance(value, str):
             return []
-        if isinstance(value, str):
-            advice = bool_advice(name)
-            if name == "rolling_plan":
-                advice = advice.replace(": true}", ": false}").replace("=true passes the string 'true'",
-                                                                       "=false passes the string 'false'")
-            return ["must be a real boolean, got the string %s; %s" % (_show(value), advice)]
-        return ["must be true or false, got %s (%s)" % (_show(value), type_name(value))]
+        advice = bool_advice(name)
+        if name == "rolling_plan":
+            advice = advice.replace(": true}", ": false}").replace("=true passes the string 'true'",
+                                                                   "=false passes the string 'false'")
+        return ["must be a real boolean, got the string %s; %s" % (_show(value), advice)]
     return rule
 
 
 def _seconds(value, inv):
-    if value is MISSING:
-        return []
     whole = _whole(value)
-    if whole is None or isinstance(value, bool):
-        return ["must be a whole number of seconds, got %s (%s)" % (_show(value), type_name(value))]
-    if whole < 1:
+    if whole is not None and whole < 1:
         return ["must be at least 1 second, got %s" % _show(value)]
     return []
 
 
 def _gpus(value, inv):
-    if value is MISSING or value is None:
-        return []
     whole = _whole(value)
-    if whole is None or isinstance(value, bool):
-        return ["must be a whole number of GPUs, got %s (%s)" % (_show(value), type_name(value))]
-    if whole < 1 or whole > 16:
+    if whole is not None and (whole < 1 or whole > 16):
         return ["%s GPUs per node is not plausible (1 to 16; 8 on an HGX H100/H200 board)" % _show(value)]
     return []
 
 
 def _dcgm_level(value, inv):
-    if value is MISSING:
-        return []
-    whole = _whole(value)
-    if whole is None or isinstance(value, bool):
-        return ["must be a DCGM diagnostic level 1 to 4 (dcgmi diag -r), got %s (%s)"
-                % (_show(value), type_name(value))]
-    if whole == 0:
+    # Levels other than 1-4 are outside the spec's choices; 0 gets the reason it cannot switch the gate off.
+    if _whole(value) == 0:
         return ["is 0, which would resume nodes without the DCGM diagnostic of the health gate; give a level from 1 "
                 "(quick, seconds) to 4 (extended)"]
-    if whole < 1 or whole > 4:
-        return ["%s is not a DCGM diagnostic level: dcgmi diag -r takes 1 (quick) to 4 (extended)" % _show(value)]
     return []
 
 
 def _busbw(value, inv):
-    if value is MISSING:
-        return []
-    number = _number(value)
-    if number is None or isinstance(value, bool):
-        return ["must be a bus bandwidth in GB/s, got %s (%s)" % (_show(value), type_name(value))]
+    if value is MISSING or not is_number(value):
+        return []  # not a number: the spec says so
+    number = value
+    if not _finite(number):
+        return ["must be a finite bus bandwidth in GB/s, got %s" % _show(value)]
     if number <= 0:
         return ["must be a positive bus bandwidth in GB/s, got %s" % _show(value)]
     if number > NCCL_BUSBW_MAX_GBPS:
@@ -405,8 +382,9 @@ RULES = {
 # -- rules across variables, on the values one node uses ----------------------------------------------------------
 
 def _effective(values, name):
+    """The value a node uses: its own, else the role's default (the spec's)."""
     value = values.get(name, MISSING)
-    return DEFAULTS.get(name) if value is MISSING else value
+    return spec_default(ROLE, name) if value is MISSING else value
 
 
 def _across(values):
@@ -460,15 +438,31 @@ def _label(value):
 def extra_role_variables(names, root=None):
     """A role variable given with -e to a rolling playbook would be a silent no-op: the plan is a check-mode run of
     rolling_apply.yml that is given only the rolling variables, so it finds no change and nothing is rolled (and the
-    next site.yml, which reads the inventory, would undo it anyway). Refuse it and say where the change goes."""
+    next site.yml, which reads the inventory, would undo it anyway). Refuse it and say where the change goes.
+    The variables of the roles that change no node (preflight, rolling itself, validate) are not a change."""
     role_vars = set()
     for role, options in load_role_specs(root).items():
-        if role != "preflight":
+        if role not in NOT_A_CHANGE:
             role_vars.update(options)
     return ["inventory: %s: given with -e: a rolling change is planned and applied from the inventory (the plan's "
             "check-mode run does not see -e values, so it would find no change, and the next site.yml would not "
             "keep it); set %s in group_vars or host_vars, or in an extra inventory source (-i change.yml), then roll"
             % (name, name) for name in names if name in role_vars or name.startswith("cluster_")]
+
+
+def reports(host, name, value, inv):
+    """Whether :func:`check` reports this host's value of ``name`` in its own words (then preflight_specs leaves its
+    generic message about the same value out): the cluster's value, or a GPU node's own value of a per-node
+    variable, that one of this variable's rules rejects."""
+    rule = RULES.get(name)
+    if rule is None or value is MISSING:
+        return False
+    try:
+        if _differs(value, inv.get_cluster(name, MISSING)) and not (name in PER_NODE and host in _gpu_hosts(inv)):
+            return False
+        return bool(rule(value, inv))
+    except Exception:  # pylint: disable=broad-except
+        return False
 
 
 def check(inv, opts):

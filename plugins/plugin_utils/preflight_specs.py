@@ -58,12 +58,8 @@ KNOWN_GLOBALS = (
     "validate_ib_write_bw_timeout_seconds", "validate_ibdiagnet", "validate_nccl_max_bytes",
     "validate_nccl_srun_extra_args", "validate_nccl_time_limit_minutes", "validate_storage_path",
     "validate_storage_test_mib",
-    # playbooks/rolling_reconfigure.yml, rolling_apply.yml and tasks/rolling_health_gate.yml.
-    "rolling_roles", "rolling_nodes", "rolling_serial", "rolling_plan", "rolling_run_id", "rolling_apply_hosts",
-    "rolling_max_unavailable_percent", "rolling_drain_timeout_seconds", "rolling_poll_interval_seconds",
-    "rolling_reboot_ok", "rolling_reboot_timeout_seconds", "rolling_gpus_per_node", "rolling_health_dcgm_level",
-    "rolling_health_dcgm_timeout_seconds", "rolling_health_nccl_test", "rolling_health_nccl_min_busbw_gbps",
-    "rolling_health_register_timeout_seconds",
+    # playbooks/rolling_apply.yml (the rolling role's variables are options of its spec).
+    "rolling_apply_hosts",
 )
 # Prefixes of the variables that ClusterForge owns besides "<role>_" (a name with one that nothing reads is a typo).
 GLOBAL_PREFIXES = ("cluster_", "rolling_", "validate_")
@@ -386,6 +382,7 @@ def check(inv, opts):
         return ["inventory: argument specs: a role's meta/argument_specs.yml cannot be read, so no role variable was "
                 "checked: %s" % " ".join(str(e).split())]
     host_keys = {}
+    own = _own_rules(opts)
     for role in sorted(specs):
         options = specs[role] or {}
         defaults = _role_defaults(role)
@@ -407,6 +404,8 @@ def check(inv, opts):
                 if value is MISSING:  # unresolvable: the reader reported it
                     continue
                 values[name] = value
+                if role in own and own[role](host, name, value, inv):
+                    continue  # the rule set that runs in this playbook says what is wrong, in its own words
                 role_default = defaults.get(name, opt.get("default"))
                 if isinstance(role_default, str) and "{{" in role_default:
                     # Computed from other variables: null is the role's own answer when the template can give it.
@@ -420,6 +419,23 @@ def check(inv, opts):
                 _relations(walker, entry, lambda k, v=seen_by_role: v.get(k) is not None,
                            lambda k, v=seen_by_role: v.get(k))
     return errors
+
+
+def _own_rules(opts):
+    """``{role: reports(host, name, value, inv)}``: roles whose variables a rule set of this run judges in its own
+    words.
+
+    Where that rule set reports a value (e.g. the rolling playbook's ``rolling_serial: [1, 0]`` or a switch given
+    with ``-e name=true``), the spec's generic message about the same value would only repeat it, so it is left out;
+    a value the rule set lets through is still checked against the spec. Only while the rule set runs (a rolling
+    playbook): site.yml checks the rolling variables against the spec alone.
+    """
+    if not (opts or {}).get("rolling"):
+        return {}
+    # Imported late, as preflight_rolling imports preflight_common only.
+    # pylint: disable-next=import-outside-toplevel
+    from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_rolling import reports
+    return {"rolling": reports}
 
 
 def _rolling_variables():

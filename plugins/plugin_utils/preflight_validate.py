@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Preflight rules: the variables of playbooks/validate.yml (the last stage of site.yml).
+"""Preflight rules: the variables of the validate role (playbooks/validate.yml, the last stage of site.yml).
 
 Validation runs after every role has changed the cluster and takes minutes of stress tests; a threshold key with a
 typo or a hardware profile that does not exist would only be found at its very end. These rules find them first.
-The thresholds are judged by the same table the judge uses (plugins/filter/validation.py), so the two cannot
+The thresholds are judged by the same table the judge uses (plugins/module_utils/validation_thresholds.py), so the two cannot
 disagree.
 """
 
@@ -18,7 +18,7 @@ import re
 
 import yaml
 
-from ansible_collections.clusterforge.gpu.plugins.filter.validation import DEFAULT_THRESHOLDS
+from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import DEFAULT_THRESHOLDS
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
     COLLECTION_ROOT,
     MISSING,
@@ -27,7 +27,7 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
     type_name,
 )
 
-PROFILES_FILE = os.path.join(COLLECTION_ROOT, "playbooks", "vars", "validate_profiles.yml")
+PROFILES_FILE = os.path.join(COLLECTION_ROOT, "roles", "validate", "vars", "main.yml")
 FRACTIONS = ("nccl_min_fraction", "ib_write_bw_min_fraction")
 # Positive whole numbers, with the unit in the name.
 POSITIVE_INTS = (

@@ -4,7 +4,7 @@
 """TEST-ONLY parsers for ``dcgmi health -c``, ``dcgmi discovery -l`` and ``dcgmi nvlink -s``.
 
 No plugin reads these outputs, so the parsers live here, not in plugins/module_utils/dcgm.py. They keep the lab's
-dcgmi emulator (tests/unit/test_emulator_lfs_dcgm.py) and the real samples (tests/conformance/) honest about the
+dcgmi emulator (tests/lab/unit/test_emulator_lfs_dcgm.py) and the real samples (tests/conformance/) honest about the
 formats. Shared helpers come from the plugin module.
 """
 

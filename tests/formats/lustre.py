@@ -4,7 +4,7 @@
 """TEST-ONLY parsers for plain-text ``lfs getstripe``, ``lfs getdirstripe`` and ``lfs df``.
 
 No plugin reads these outputs (lfs_stripe reads ``lfs getstripe -y``), so the parsers live here, not in
-plugins/module_utils/lustre.py. They keep the lab's lfs emulator (tests/unit/test_emulator_lfs_dcgm.py) and the
+plugins/module_utils/lustre.py. They keep the lab's lfs emulator (tests/lab/unit/test_emulator_lfs_dcgm.py) and the
 real samples (tests/conformance/) honest about the formats. Shared helpers come from the plugin module.
 """
 

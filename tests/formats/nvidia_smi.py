@@ -6,7 +6,7 @@ and ``-pm`` setters.
 
 No plugin reads these outputs (the modules read ``-q -x`` and ``--query-gpu``, and read the state back after a
 setter), so the parsers live here, not in plugins/module_utils/nvidia_smi.py. They keep the lab's nvidia-smi
-emulator (tests/unit/test_emulator_nvidia_smi.py) and the real samples (tests/conformance/) honest about the
+emulator (tests/lab/unit/test_emulator_nvidia_smi.py) and the real samples (tests/conformance/) honest about the
 formats. Shared helpers come from the plugin module.
 """
 

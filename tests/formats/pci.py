@@ -4,7 +4,7 @@
 """TEST-ONLY ACS view of ``lspci -vvv`` output.
 
 The modules use plugins/module_utils/pci.py's ``parse_lspci_vvv`` directly; this narrower view of it keeps the
-lab's lspci emulator (tests/unit/test_emulator_pci_ib.py) and the real samples (tests/conformance/) honest about
+lab's lspci emulator (tests/lab/unit/test_emulator_pci_ib.py) and the real samples (tests/conformance/) honest about
 the ACS lines of the format.
 """
 

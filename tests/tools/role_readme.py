@@ -5,6 +5,12 @@ entry point of the argument spec (main first) a table of its options, a table fo
 has them, and how to use the role. A README without markers is taken whole as the hand-written part (its "# " title
 line dropped); a role without a README gets one seeded from its spec's main entry point and its play in site.yml.
 
+Where a role runs is read from the playbooks: its play in site.yml (playbooks/site.yml, which the checkout's site.yml
+imports), and the plays of playbooks/*.yml that import its entry points with tasks_from. A role that has no play of
+its own in site.yml but whose entry points those plays import (rolling: playbooks/rolling_reconfigure.yml; validate:
+playbooks/validate.yml, itself a stage of site.yml) is a role in phases: its README says which playbook runs it, and
+which phase runs on which hosts.
+
     python tests/tools/role_readme.py            # writes every README that differs
     python tests/tools/role_readme.py --check    # exits 1 naming the READMEs that differ, writes nothing
 
@@ -57,41 +63,93 @@ def _short(name):
     return name.split(".")[-1]
 
 
+ROLE_KEYS = ("ansible.builtin.import_role", "import_role", "ansible.builtin.include_role", "include_role")
+
+
+def _tasks(items):
+    """Every task of a play's task list, those inside blocks (block, rescue, always) included."""
+    for task in items or []:
+        if not isinstance(task, dict):
+            continue
+        yield task
+        for key in ("block", "rescue", "always"):
+            yield from _tasks(task.get(key))
+
+
+def _phase_imports(plays):
+    """``[(role, tasks_from, play)]`` of every import_role/include_role with tasks_from in ``plays``."""
+    found = []
+    for play in plays or []:
+        for section in ("pre_tasks", "tasks", "post_tasks"):
+            for task in _tasks(play.get(section)):
+                for key in ROLE_KEYS:
+                    args = task.get(key)
+                    if isinstance(args, dict) and args.get("tasks_from"):
+                        found.append((_short(args["name"]), args["tasks_from"], play))
+    return found
+
+
+def site_file(root=ROOT):
+    """The file that holds site.yml's plays: playbooks/site.yml (the checkout's site.yml only imports it)."""
+    path = os.path.join(root, "playbooks", "site.yml")
+    return path if os.path.exists(path) else os.path.join(root, "site.yml")
+
+
 def site_stages(root=ROOT):
     """What site.yml says about each role.
 
     ``{role: {"hosts", "gather_facts", "stage", "prev", "next", "entry_points": {name: (hosts, play name)}}}``;
-    stages are numbered like README.md's table (every role play and imported playbook, in order).
+    stages are numbered like README.md's table (every role play and imported playbook, in order). An imported
+    playbook's stage is also listed under ``"_playbooks"``: ``{playbook file name: (stage, total, prev)}``.
     """
-    with open(os.path.join(root, "site.yml")) as f:
+    with open(site_file(root)) as f:
         plays = yaml.safe_load(f)
     stages = []
     info = {}
-    imports = []
+    imported_files = []
     for play in plays:
         imported = play.get("ansible.builtin.import_playbook", play.get("import_playbook"))
         if imported:
             stages.append(os.path.splitext(os.path.basename(imported))[0])
+            imported_files.append((os.path.basename(imported), len(stages)))
             continue
         for role in play.get("roles", []):
             name = _short(role["role"] if isinstance(role, dict) else role)
             stages.append(name)
             info[name] = {"hosts": play["hosts"], "gather_facts": play.get("gather_facts", True),
                           "stage": len(stages), "entry_points": {}}
-        for task in play.get("tasks", []):
-            for key in ("ansible.builtin.import_role", "import_role", "ansible.builtin.include_role", "include_role"):
-                args = task.get(key)
-                if isinstance(args, dict) and args.get("tasks_from"):
-                    imports.append((_short(args["name"]), args["tasks_from"], play["hosts"], play.get("name", "")))
     for name, data in info.items():
         i = data["stage"] - 1
         data["prev"] = stages[i - 1] if i > 0 else None
         data["next"] = stages[i + 1] if i + 1 < len(stages) else None
         data["total"] = len(stages)
-    for role, tasks_from, hosts, play_name in imports:
+    for role, tasks_from, play in _phase_imports(plays):
         if role in info:
-            info[role]["entry_points"][tasks_from] = (hosts, play_name)
+            info[role]["entry_points"][tasks_from] = (play["hosts"], play.get("name", ""))
+    info["_playbooks"] = dict((name, (stage, len(stages), stages[stage - 2] if stage > 1 else None))
+                              for name, stage in imported_files)
     return info
+
+
+def playbook_phases(root=ROOT):
+    """The entry points that playbooks/*.yml (site.yml's own file aside) import with tasks_from, per role:
+    ``{role: [(tasks_from, hosts, gather_facts, play name, playbook file name)]}``, in the playbooks' order."""
+    phases = {}
+    site = os.path.abspath(site_file(root))
+    directory = os.path.join(root, "playbooks")
+    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+        path = os.path.join(directory, name)
+        if not name.endswith(".yml") or os.path.abspath(path) == site:
+            continue
+        with open(path) as f:
+            plays = yaml.safe_load(f)
+        if not isinstance(plays, list):
+            continue
+        for role, tasks_from, play in _phase_imports(plays):
+            entry = (tasks_from, play["hosts"], play.get("gather_facts", True), play.get("name", ""), name)
+            if entry[:1] not in [e[:1] for e in phases.get(role, [])]:
+                phases.setdefault(role, []).append(entry)
+    return phases
 
 
 # Markdown ------------------------------------------------------------------------------------------------------------
@@ -193,14 +251,58 @@ def _hosts(hosts):
     return groups[0] if len(groups) == 1 else "%s and %s" % (", ".join(groups[:-1]), groups[-1])
 
 
-def _where(role, site):
+def _where(role, site, phases=None):
     data = site.get(role)
+    if not data and phases:
+        return _where_phases(role, site, phases)
     if not data:
         return "`site.yml` does not run this role."
     order = ["after `%s`" % data["prev"]] if data["prev"] else []
     order += ["before `%s`" % data["next"]] if data["next"] else []
     return "`site.yml` runs it on %s, as stage %d of %d in its fixed order%s." % (
         _hosts(data["hosts"]), data["stage"], data["total"], " (%s)" % " and ".join(order) if order else "")
+
+
+def _playbooks(phases):
+    """The playbooks that run a role in phases, in the order their phases come."""
+    out = []
+    for phase in phases:
+        if phase[4] not in out:
+            out.append(phase[4])
+    return out
+
+
+def _by_name(playbook):
+    return "%s.%s" % (COLLECTION, os.path.splitext(playbook)[0])
+
+
+def _where_phases(role, site, phases):
+    """Where a role in phases runs: its playbook (and site.yml's stage that imports it), and each phase's hosts."""
+    texts = []
+    for playbook in _playbooks(phases):
+        run = "`playbooks/%s` runs it (`ansible-playbook -i <inventory> %s` when the collection is installed)" % (
+            playbook, _by_name(playbook))
+        stage = site.get("_playbooks", {}).get(playbook)
+        if stage:
+            run += ", as stage %d of %d of `site.yml`%s" % (
+                stage[0], stage[1], " (after `%s`)" % stage[2] if stage[2] else "")
+        else:
+            run = "`site.yml` does not run this role: " + run
+        groups = []
+        for phase in phases:
+            if phase[4] != playbook:
+                continue
+            if groups and groups[-1][0] == phase[1]:
+                groups[-1][1].append(phase[0])
+            else:
+                groups.append((phase[1], [phase[0]]))
+        parts = ["%s on %s" % (_and(["`%s`" % p for p in names]), _hosts(hosts)) for hosts, names in groups]
+        texts.append("%s, in phases (`tasks_from`): %s." % (run, "; then ".join(parts)))
+    return " ".join(texts)
+
+
+def _and(items):
+    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
 
 
 def _sentence(text):
@@ -216,12 +318,12 @@ def _wrap(text):
     return textwrap.fill(text, width=WIDTH, break_long_words=False, break_on_hyphens=False).replace("\0", " ")
 
 
-def seed_intro(role, spec, site):
+def seed_intro(role, spec, site, phases=None):
     """The hand-written part of a role that has no README yet: its main entry point's descriptions, and its play."""
     main = spec.get("main", {})
     parts = [_wrap(md(_sentence(one_line(main.get("short_description", role)))))]
     parts += [_wrap(md(p)) for p in paragraphs(main.get("description"))]
-    parts.append(_wrap(_where(role, site)))
+    parts.append(_wrap(_where(role, site, phases)))
     return "\n\n".join(parts)
 
 
@@ -233,10 +335,11 @@ def role_defaults(role, root=ROOT):
         return yaml.safe_load(f) or {}
 
 
-def render_generated(role, spec, site, root=ROOT):
+def render_generated(role, spec, site, root=ROOT, phases=None):
     fqcn = "%s.%s" % (COLLECTION, role)
     defaults = role_defaults(role, root)
     data = site.get(role)
+    phases = None if data else phases  # a role with its own play in site.yml is no role in phases
     lines = []
     for ep in entry_points(spec):
         entry = spec[ep] or {}
@@ -251,27 +354,49 @@ def render_generated(role, spec, site, root=ROOT):
         else:
             lines += ["No options.", ""]
     lines += ["## Using the role", ""]
-    hosts = data["hosts"] if data else "all"
-    play = ["```yaml", "- name: %s" % fqcn, "  hosts: %s" % hosts]
-    if data:
-        play.append("  gather_facts: %s" % ("true" if data["gather_facts"] else "false"))
-    play += ["  tasks:", "    - name: Run %s" % fqcn, "      ansible.builtin.import_role:", "        name: %s" % fqcn,
-             "```"]
+    if phases:
+        first = phases[0]
+        lines += [_wrap("Run its playbook: `ansible-playbook -i <inventory> %s` (installed collection) or "
+                        "`ansible-playbook -i <inventory> playbooks/%s` (checkout). Each of its plays imports a phase "
+                        "of the role; the main entry point holds the options every phase takes and runs nothing. "
+                        "The first phase, as the playbook imports it:" % (_by_name(first[4]), first[4])), ""]
+        play = ["```yaml", "- name: %s, phase %s" % (fqcn, first[0]), "  hosts: %s" % first[1],
+                "  gather_facts: %s" % ("true" if first[2] else "false"), "  tasks:",
+                "    - name: Run %s, phase %s" % (fqcn, first[0]), "      ansible.builtin.import_role:",
+                "        name: %s" % fqcn, "        tasks_from: %s" % first[0], "```"]
+    else:
+        hosts = data["hosts"] if data else "all"
+        play = ["```yaml", "- name: %s" % fqcn, "  hosts: %s" % hosts]
+        if data:
+            play.append("  gather_facts: %s" % ("true" if data["gather_facts"] else "false"))
+        play += ["  tasks:", "    - name: Run %s" % fqcn, "      ansible.builtin.import_role:",
+                 "        name: %s" % fqcn, "```"]
     lines += play + [""]
     for ep in entry_points(spec):
         if ep == "main":
             continue
         text = "Entry point `%s`: `ansible.builtin.import_role: {name: %s, tasks_from: %s}`" % (ep, fqcn, ep)
         where = data["entry_points"].get(ep) if data else None
+        phase = [p for p in phases or [] if p[0] == ep]
         if where:
             text += "; `site.yml` runs it on %s in the play \"%s\"" % (_hosts(where[0]), md(where[1]))
+        elif phase:
+            playbook, hosts, play_name = phase[0][4], phase[0][1], phase[0][3]
+            text += "; `playbooks/%s` runs it on %s in the play \"%s\"" % (playbook, _hosts(hosts), md(play_name))
         lines += [_wrap(text + "."), ""]
-    if data:
-        lines += [_wrap(_where(role, site)), ""]
-    lines += [_wrap("Ansible checks these variables against the spec when the role starts, and `playbooks/preflight.yml` "
-                    "(also the first stage of `site.yml`) checks them up front, on the hosts the role runs on, before "
-                    "any host is changed. Defaults come from the spec, else from the role's `defaults/main.yml` (where "
-                    "some are computed from other variables)."), ""]
+    if data or phases:
+        lines += [_wrap(_where(role, site, phases)), ""]
+    if phases:
+        lines += [_wrap("Ansible checks these variables against the spec whenever a phase starts, and preflight (the "
+                        "first play of %s, and `playbooks/preflight.yml`) checks them up front, on the hosts the role "
+                        "runs on, before any host is changed. Defaults come from the spec, else from the role's "
+                        "`defaults/main.yml` (where some are computed from other variables)."
+                        % _and(["`playbooks/%s`" % p for p in _playbooks(phases)])), ""]
+    else:
+        lines += [_wrap("Ansible checks these variables against the spec when the role starts, and "
+                        "`playbooks/preflight.yml` (also the first stage of `site.yml`) checks them up front, on the "
+                        "hosts the role runs on, before any host is changed. Defaults come from the spec, else from "
+                        "the role's `defaults/main.yml` (where some are computed from other variables)."), ""]
     lines += [_wrap("This part is generated by %s from meta/argument_specs.yml; edit the spec, then run "
                     "`python %s`." % (SCRIPT, SCRIPT))]
     return "\n".join(lines)
@@ -316,12 +441,13 @@ def render(role, root=ROOT, site=None, existing=None):
         with open(path) as f:
             existing = f.read()
     site = site_stages(root) if site is None else site
+    phases = playbook_phases(root).get(role)
     spec = load_spec(role, root)
     intro = current_intro(existing, path)
     if intro is None:
-        intro = seed_intro(role, spec, site)
+        intro = seed_intro(role, spec, site, None if site.get(role) else phases)
     return "\n".join(["# %s.%s" % (COLLECTION, role), "", INTRO, "", intro, "", END_INTRO, "", GENERATED, "",
-                      render_generated(role, spec, site, root), "", END_GENERATED, ""])
+                      render_generated(role, spec, site, root, phases), "", END_GENERATED, ""])
 
 
 def outdated(root=ROOT, roles=None):

@@ -79,3 +79,18 @@ def test_cell_escaping():
         "a\\|b \\<dir>/\\* `x\\|y` rolling\\_\\* cluster_name"
     assert role_readme.flow(None) == "null" and role_readme.flow("cf-health:") == "'cf-health:'"
     assert role_readme.flow([{"name": "gpu", "default": True}]) == "[{name: gpu, default: true}]"
+
+
+def test_a_role_in_phases_names_its_playbook_and_where_each_phase_runs():
+    phases = role_readme.playbook_phases(ROOT)["rolling"]
+    assert [(p[0], p[1], p[4]) for p in phases] == [
+        ("plan", "slurm_controller[0]", "rolling_reconfigure.yml")] + [
+        (ep, "cf_roll_targets", "rolling_reconfigure.yml") for ep in ("drain", "apply", "gate", "resume", "hold")]
+    flat = " ".join(_readme("rolling").split())
+    assert "`site.yml` does not run this role: `playbooks/rolling_reconfigure.yml` runs it" in flat
+    assert "`ansible-playbook -i <inventory> clusterforge.gpu.rolling_reconfigure`" in flat
+    assert "Entry point `plan`: `ansible.builtin.import_role: {name: clusterforge.gpu.rolling, tasks_from: plan}`; " \
+           "`playbooks/rolling_reconfigure.yml` runs it on `slurm_controller[0]`" in flat
+    # a role with its own play in site.yml keeps site.yml's wording (its entry points imported there)
+    assert "rolling" not in role_readme.site_stages(ROOT)
+    assert "`site.yml` runs it on `gpu_nodes` in the play" in " ".join(_readme("slurm_compute").split())

@@ -1,4 +1,6 @@
-"""site.yml is the architecture in one file: its plays must follow the fixed order."""
+"""playbooks/site.yml is the architecture in one file: its plays must follow the fixed order.
+
+The root site.yml of a checkout only imports it (the installed collection runs it as clusterforge.gpu.site)."""
 
 import os
 
@@ -10,7 +12,7 @@ ORDER = ["preflight", "common_os", "nvidia_driver", "dcgm", "pcie_acs", "gpu_tun
 
 
 def _stages():
-    with open(os.path.join(ROOT, "site.yml")) as f:
+    with open(os.path.join(ROOT, "playbooks", "site.yml")) as f:
         plays = yaml.safe_load(f)
     stages = []
     for play in plays:
@@ -45,11 +47,24 @@ def test_preflight_first_and_fatal():
     assert plays[0]["gather_facts"] is False
 
 
+# Roles that are not a stage of site.yml: each runs in phases from its own playbook (a day-two operation).
+OWN_PLAYBOOK = {"rolling": "rolling_reconfigure.yml"}
+
+
 def test_every_role_of_the_collection_with_tasks_is_in_site_yml():
     stages = _stages()[0]
     roles = sorted(d for d in os.listdir(os.path.join(ROOT, "roles"))
                    if os.path.exists(os.path.join(ROOT, "roles", d, "tasks", "main.yml")))
-    assert set(roles) <= set(stages), "roles missing from site.yml: %s" % (set(roles) - set(stages))
+    missing = set(roles) - set(stages) - set(OWN_PLAYBOOK)
+    assert not missing, "roles missing from site.yml: %s" % missing
+    assert not set(OWN_PLAYBOOK) & set(stages)
+
+
+def test_roles_outside_site_yml_are_run_by_their_playbook():
+    for role, playbook in OWN_PLAYBOOK.items():
+        with open(os.path.join(ROOT, "playbooks", playbook)) as f:
+            text = f.read()
+        assert "name: clusterforge.gpu.%s\n" % role in text, (role, playbook)
 
 
 def test_roles_are_referenced_by_fqcn():
@@ -63,7 +78,7 @@ def test_roles_are_referenced_by_fqcn():
 def test_validation_is_the_last_stage_and_a_playbook():
     stages, plays = _stages()
     assert stages[-1] == "validate"
-    assert plays[-1]["ansible.builtin.import_playbook"] == "playbooks/validate.yml"
+    assert plays[-1]["ansible.builtin.import_playbook"] == "validate.yml"
     assert os.path.exists(os.path.join(ROOT, "playbooks", "validate.yml"))
 
 
@@ -74,7 +89,7 @@ def test_no_role_play_excludes_hosts_by_a_cached_verdict():
     for play in plays:
         if play.get("roles"):
             assert "!" not in play["hosts"] and "&" not in play["hosts"], play["hosts"]
-    text = open(os.path.join(ROOT, "site.yml")).read()
+    text = open(os.path.join(ROOT, "playbooks", "site.yml")).read()
     assert "converged" not in text and "cf_converged" not in text
     assert not os.path.exists(os.path.join(ROOT, "plugins", "modules", "converged_state.py"))
     assert not os.path.exists(os.path.join(ROOT, "plugins", "lookup", "converged_inputs.py"))
@@ -108,3 +123,9 @@ def test_gpu_nodes_describe_themselves_in_parallel_right_before_the_controller()
     assert task["ansible.builtin.import_role"] == {"name": "clusterforge.gpu.slurm_compute", "tasks_from": "facts"}
     nodes = open(os.path.join(ROOT, "roles", "slurm_controller", "tasks", "nodes.yml")).read()
     assert "delegate_to" not in nodes
+
+
+def test_root_site_yml_only_imports_the_collection_playbook():
+    with open(os.path.join(ROOT, "site.yml")) as f:
+        plays = yaml.safe_load(f)
+    assert [p.get("ansible.builtin.import_playbook") for p in plays] == ["playbooks/site.yml"]

@@ -1,4 +1,8 @@
-"""Preflight rules for the variables of playbooks/rolling_reconfigure.yml (rolling_*), one test per rule."""
+"""Preflight rules for the variables of playbooks/rolling_reconfigure.yml (rolling_*), one test per rule.
+
+The types and choices are the rolling role's argument spec (preflight_specs checks it): a value of the wrong type is
+reported once, by the spec (``full``), unless these rules have their own words for it.
+"""
 
 import glob
 import os
@@ -6,9 +10,13 @@ import re
 
 import pytest
 
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import Inventory
+import yaml
+
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import preflight_specs
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import Inventory, load_role_specs
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_rolling import (
     CLUSTER_WIDE,
+    NOT_A_CHANGE,
     PER_NODE,
     ROLLING_VARIABLES,
     check,
@@ -44,6 +52,25 @@ def one(name, **extra):
     return out[0]
 
 
+def full(hv=None, **extra):
+    """What a rolling playbook's preflight reports about the rolling variables: the spec's check, then these rules."""
+    if hv is None:
+        extra.setdefault("rolling_roles", ROLES)
+        hv = hostvars(**extra)
+    inv = Inventory(hv, GROUPS)
+    return [e for e in preflight_specs.check(inv, ON) if ": rolling_" in e] + check(inv, ON)
+
+
+def spec_only(name, **extra):
+    """The spec's message about ``name`` (the same value on every host: the first host the role runs on names it),
+    these rules silent about it."""
+    assert not [e for e in errors(**extra) if e.startswith("inventory: %s: " % name)], errors(**extra)
+    out = full(**extra)
+    assert out and all(": %s" % name in e for e in out), out
+    assert out[0].startswith("head01: %s: " % name), out
+    return out[0]
+
+
 # -- the rule set as a whole -------------------------------------------------------------------------------------
 
 def test_does_nothing_unless_the_rolling_playbook_asks():
@@ -67,23 +94,50 @@ def test_sound_serial_forms_pass(serial):
     assert errors(rolling_serial=serial) == []
 
 
-def test_values_given_as_key_equals_value_on_the_command_line_pass_where_the_playbook_converts_them():
-    # -e name=value gives strings; numbers the playbook reads through | int or | float are fine as strings.
-    assert errors(rolling_drain_timeout_seconds="7200", rolling_max_unavailable_percent="30",
-                  rolling_health_dcgm_level="2", rolling_health_nccl_min_busbw_gbps="300",
-                  rolling_nodes="gpu01", rolling_run_id="r42") == []
+def test_numbers_given_as_key_equals_value_on_the_command_line_are_the_specs_to_report():
+    # -e name=value gives strings: the spec wants the type (JSON keeps it), these rules leave such values alone.
+    values = dict(rolling_drain_timeout_seconds="7200", rolling_max_unavailable_percent="30",
+                  rolling_health_dcgm_level="2", rolling_health_nccl_min_busbw_gbps="300")
+    assert errors(**values) == []
+    out = full(**values)
+    for name, value in values.items():
+        assert any(e.startswith("head01: %s: " % name) and "got the string '%s'" % value in e for e in out), out
+    assert full(rolling_nodes="gpu01", rolling_run_id="r42") == []
 
 
-def test_rolling_variables_match_what_the_playbooks_read():
+def _read_in(*tops):
     read = set()
-    for path in glob.glob(os.path.join(ROOT, "playbooks", "**", "*.yml"), recursive=True):
-        with open(path) as f:
-            text = f.read()
-        read.update(re.findall(r"(?<![\w.])(rolling_[a-z0-9_]+)", text))
+    for top in tops:
+        for path in glob.glob(os.path.join(ROOT, top, "**", "*.yml"), recursive=True):
+            with open(path) as f:
+                text = f.read()
+            read.update(re.findall(r"(?<![\w.&*])(rolling_[a-z0-9_]+)", text))
     # file names, not variables
-    read -= {"rolling_reconfigure", "rolling_apply", "rolling_health_gate"}
-    assert read == set(ROLLING_VARIABLES)
+    return read - {"rolling_reconfigure", "rolling_apply"}
+
+
+def test_rolling_variables_match_what_the_role_and_the_playbooks_read():
+    assert _read_in("playbooks", os.path.join("roles", "rolling")) == set(ROLLING_VARIABLES)
     assert set(CLUSTER_WIDE) | set(PER_NODE) == set(ROLLING_VARIABLES)
+
+
+def test_rolling_variables_are_the_role_options_and_the_apply_playbooks_hosts():
+    assert set(load_role_specs()["rolling"]) == set(ROLLING_VARIABLES) - {"rolling_apply_hosts"}
+    assert "rolling_apply_hosts" in _read_in("playbooks")
+
+
+def test_role_defaults_are_the_specs_defaults():
+    with open(os.path.join(ROOT, "roles", "rolling", "defaults", "main.yml")) as f:
+        defaults = yaml.safe_load(f)
+    spec = load_role_specs()["rolling"]
+    assert set(defaults) == set(spec) - {"rolling_roles"}
+    for name, opt in spec.items():
+        if "default" in opt:
+            assert defaults[name] == opt["default"], name
+        elif name in defaults:
+            # no default in the spec: computed (a template) or null, and the description says what it is
+            assert defaults[name] is None or "{{" in defaults[name], name
+            assert "Default" in " ".join(opt["description"]), name
 
 
 def test_collection_roles_are_read_from_the_checkout():
@@ -109,7 +163,18 @@ def test_roles_empty():
 
 
 def test_roles_not_a_list():
-    assert "must be a list of role names, got {'a': 1} (dict)" in one("rolling_roles", rolling_roles={"a": 1})
+    assert "must be a list, got a dict {'a': 1}" in spec_only("rolling_roles", rolling_roles={"a": 1})
+
+
+def test_roles_a_string_is_reported_once_in_this_playbooks_words():
+    out = full(rolling_roles="clusterforge.gpu.gpu_tuning")
+    assert len(out) == 1 and "must be a list of role names, got the string" in out[0], out
+
+
+@pytest.mark.parametrize("role", sorted(NOT_A_CHANGE))
+def test_roles_that_change_no_node(role):
+    assert "is not a change to roll out: %s " % role in one("rolling_roles", rolling_roles=[role])
+    assert role in collection_roles()
 
 
 def test_roles_unknown_role_is_named():
@@ -159,12 +224,17 @@ def test_roles_twice():
     ([], "is an empty list: Ansible then runs every node in one batch (no canary)"),
     ("25%", "must be a list of batch sizes, got the string '25%'"),
     ("[1, 2]", "must be a list of batch sizes, got the string '[1, 2]' (-e rolling_serial=... passes a string)"),
-    (4, "must be a list of batch sizes, got 4 (integer)"),
     (None, "is null: Ansible then runs every node in one batch"),
 ])
 def test_serial_rejected(serial, message):
     msg = one("rolling_serial", rolling_serial=serial)
     assert message in msg, msg
+    # reported once: the spec's check leaves out what these rules report
+    assert full(rolling_serial=serial) == [msg]
+
+
+def test_serial_not_a_list():
+    assert "must be a list, got an integer 4" in spec_only("rolling_serial", rolling_serial=4)
 
 
 def test_serial_gives_the_json_form():
@@ -191,9 +261,11 @@ def test_max_unavailable_out_of_range():
 
 
 def test_max_unavailable_not_a_number():
-    assert "must be a number of percent from 0 to 100, got 'many' (string)" in one(
+    assert "must be a number, got the string 'many'" in spec_only(
         "rolling_max_unavailable_percent", rolling_max_unavailable_percent="many")
-    assert "got true (boolean)" in one("rolling_max_unavailable_percent", rolling_max_unavailable_percent=True)
+    assert "must be a number, got a boolean True" in spec_only("rolling_max_unavailable_percent",
+                                                               rolling_max_unavailable_percent=True)
+    assert "from 0 to 100 percent, got nan" in errors(rolling_max_unavailable_percent=float("nan"))[0]
 
 
 # -- *_seconds ---------------------------------------------------------------------------------------------------
@@ -204,9 +276,11 @@ def test_max_unavailable_not_a_number():
 def test_seconds_must_be_positive_whole_numbers(name):
     assert "must be at least 1 second, got 0" in one(name, **{name: 0})
     assert "must be at least 1 second, got -30" in one(name, **{name: -30})
-    assert "must be a whole number of seconds, got 'lots' (string)" in one(name, **{name: "lots"})
-    assert "must be a whole number of seconds, got 1.5 (number)" in one(name, **{name: 1.5})
-    assert "must be a whole number of seconds, got true (boolean)" in one(name, **{name: True})
+    # the spec's "must not be negative" is left out: one message for one fault
+    assert full(**{name: -30}) == [one(name, **{name: -30})]
+    assert "must be an integer, got the string 'lots'" in spec_only(name, **{name: "lots"})
+    assert "must be an integer, got a number 1.5" in spec_only(name, **{name: 1.5})
+    assert "must be an integer, got a boolean True" in spec_only(name, **{name: True})
 
 
 def test_poll_interval_not_shorter_than_the_drain_timeout():
@@ -234,8 +308,22 @@ def test_reboot_ok_string_gets_the_json_advice():
 
 
 def test_reboot_ok_other_types():
-    assert "must be true or false, got 1 (integer)" in one("rolling_reboot_ok", rolling_reboot_ok=1)
-    assert errors(rolling_reboot_ok=False) == []
+    assert "must be a boolean (true/false), got 1" in spec_only("rolling_reboot_ok", rolling_reboot_ok=1)
+    assert full(rolling_reboot_ok=False) == []
+
+
+def test_reboot_ok_string_is_reported_once_in_this_playbooks_words():
+    out = full(rolling_reboot_ok="true")
+    assert len(out) == 1 and out[0].startswith("inventory: rolling_reboot_ok: must be a real boolean"), out
+
+
+def test_site_yml_checks_the_rolling_variables_against_the_spec_alone():
+    inv = Inventory(hostvars(rolling_reboot_ok="true", rolling_serial=[0]), GROUPS)
+    off = {"rolling": False}
+    assert check(inv, off) == []
+    out = preflight_specs.check(inv, off)
+    assert "head01: rolling_reboot_ok: must be a boolean (true/false), got 'true'" in out, out
+    assert not [e for e in out if "rolling_serial" in e], out  # a batch of 0 is a rule of the rolling playbook
 
 
 def test_plan_string_advice_gives_false():
@@ -295,22 +383,29 @@ def test_dcgm_level_zero():
                                                                                rolling_health_dcgm_level=0)
 
 
+def test_dcgm_level_zero_is_reported_once():
+    out = full(rolling_health_dcgm_level=0)
+    assert len(out) == 1 and "is 0, which would resume nodes" in out[0], out
+
+
 @pytest.mark.parametrize("level", [5, -1])
 def test_dcgm_level_out_of_range(level):
-    assert "%d is not a DCGM diagnostic level: dcgmi diag -r takes 1 (quick) to 4 (extended)" % level in one(
-        "rolling_health_dcgm_level", rolling_health_dcgm_level=level)
+    msg = spec_only("rolling_health_dcgm_level", rolling_health_dcgm_level=level)
+    assert "%d is not one of 1, 2, 3, 4" % level in msg
 
 
 def test_dcgm_level_not_a_number():
-    assert "must be a DCGM diagnostic level 1 to 4 (dcgmi diag -r), got 'long' (string)" in one(
-        "rolling_health_dcgm_level", rolling_health_dcgm_level="long")
+    assert "must be an integer, got the string 'long'" in spec_only("rolling_health_dcgm_level",
+                                                                    rolling_health_dcgm_level="long")
 
 
 def test_nccl_busbw_positive():
     assert "must be a positive bus bandwidth in GB/s, got 0" in one("rolling_health_nccl_min_busbw_gbps",
                                                                     rolling_health_nccl_min_busbw_gbps=0)
-    assert "must be a bus bandwidth in GB/s, got 'fast' (string)" in one("rolling_health_nccl_min_busbw_gbps",
-                                                                         rolling_health_nccl_min_busbw_gbps="fast")
+    assert "must be a number, got the string 'fast'" in spec_only("rolling_health_nccl_min_busbw_gbps",
+                                                                  rolling_health_nccl_min_busbw_gbps="fast")
+    assert "must be a finite bus bandwidth" in one("rolling_health_nccl_min_busbw_gbps",
+                                                   rolling_health_nccl_min_busbw_gbps=float("inf"))
 
 
 def test_nccl_busbw_in_gigabits():
@@ -325,8 +420,8 @@ def test_gpus_per_node_against_the_inventory_count():
 
 def test_gpus_per_node_implausible():
     assert "20 GPUs per node is not plausible" in one("rolling_gpus_per_node", rolling_gpus_per_node=20)
-    assert "must be a whole number of GPUs, got 'eight' (string)" in one("rolling_gpus_per_node",
-                                                                         rolling_gpus_per_node="eight")
+    assert "must be an integer, got the string 'eight'" in spec_only("rolling_gpus_per_node",
+                                                                     rolling_gpus_per_node="eight")
 
 
 # -- run id, apply hosts -----------------------------------------------------------------------------------------
@@ -358,13 +453,21 @@ def test_plan_variable_set_differently_on_some_hosts():
 
 def test_a_gpu_nodes_own_value_is_checked_on_that_node():
     hv = hostvars(rolling_roles=ROLES)
-    hv["gpu02"]["rolling_health_dcgm_level"] = 7
+    hv["gpu02"]["rolling_health_dcgm_level"] = 0
     hv["gpu02"]["rolling_gpus_per_node"] = 4
     out = check(Inventory(hv, GROUPS), ON)
-    assert any(e.startswith("gpu02: rolling_health_dcgm_level: 7 is not a DCGM diagnostic level") for e in out), out
+    assert any(e.startswith("gpu02: rolling_health_dcgm_level: is 0, which would resume") for e in out), out
     assert any(e.startswith("gpu02: rolling_gpus_per_node: the health gate would expect 4 GPUs on this node")
                for e in out), out
     assert len(out) == 2, out
+    # the spec's check agrees with these rules on that node, and says nothing more
+    assert full(hv) == out
+
+
+def test_a_gpu_nodes_own_value_of_the_wrong_type_is_the_specs_to_report_on_that_node():
+    hv = hostvars(rolling_roles=ROLES)
+    hv["gpu02"]["rolling_health_dcgm_level"] = 7
+    assert full(hv) == ["gpu02: rolling_health_dcgm_level: 7 is not one of 1, 2, 3, 4"]
 
 
 def test_a_gpu_nodes_own_sound_value_passes():
@@ -395,7 +498,7 @@ def test_an_empty_inventory_does_not_raise():
 
 def test_a_role_variable_given_with_e_is_refused_with_where_it_goes():
     from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_rolling import extra_role_variables
-    errs = extra_role_variables(["rolling_roles", "gpu_tuning_power_limit_watts", "cluster_fabric_type",
-                                 "preflight_strict", "some_site_variable"])
+    errs = extra_role_variables(["rolling_roles", "rolling_reboot_ok", "gpu_tuning_power_limit_watts",
+                                 "cluster_fabric_type", "preflight_strict", "some_site_variable"])
     assert [e.split(":", 2)[1].strip() for e in errs] == ["gpu_tuning_power_limit_watts", "cluster_fabric_type"]
     assert "set gpu_tuning_power_limit_watts in group_vars or host_vars, or in an extra inventory source" in errs[0]

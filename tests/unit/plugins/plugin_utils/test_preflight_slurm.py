@@ -419,10 +419,8 @@ def test_default_prefix_and_timeout_pass():
 
 
 def test_rolling_prefix_is_the_playbooks():
-    with open(os.path.join(COLLECTION_ROOT, "playbooks", "rolling_reconfigure.yml")) as handle:
-        plays = yaml.safe_load(handle)
-    prefixes = set(p["vars"]["__rolling_prefix"] for p in plays if (p.get("vars") or {}).get("__rolling_prefix"))
-    assert prefixes == {"cf-roll:"}
+    with open(os.path.join(COLLECTION_ROOT, "roles", "rolling", "vars", "main.yml")) as handle:
+        assert yaml.safe_load(handle)["__rolling_prefix"] == "cf-roll:"
     assert preflight_slurm.OTHER_REASON_OWNERS[0][0] == "cf-roll:"
 
 

@@ -391,11 +391,14 @@ def _read_in_tree():
                 files.add(os.path.splitext(filename)[0])
                 if filename.endswith((".yml", ".yaml")):
                     with open(os.path.join(dirpath, filename)) as f:
-                        registered.update(re.findall(r"^\s*register:\s*([A-Za-z0-9_]+)", f.read(), re.M))
+                        text = f.read()
+                    registered.update(re.findall(r"^\s*register:\s*([A-Za-z0-9_]+)", text, re.M))
+                    # YAML anchors and aliases (options: &rolling_options) name no variable either.
+                    registered.update(re.findall(r"(?:^|\s)[&*]([A-Za-z0-9_]+)", text, re.M))
         if top.endswith(".yml"):
             files.add(os.path.splitext(top)[0])
-    # A name that is only a file name (rolling_apply.yml, tasks/validate_ib_pair.yml) or a registered result is not
-    # an inventory variable.
+    # A name that is only a file name (rolling_apply.yml, tasks/validate_ib_pair.yml), a registered result or a YAML
+    # anchor is not an inventory variable.
     return names - registered - (files - set(KNOWN_GLOBALS))
 
 

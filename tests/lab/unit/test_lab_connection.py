@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-PLUGIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lab", "connection_plugins",
+PLUGIN = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "connection_plugins",
                       "cf_lab_nsenter.py")
 
 

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PLUGIN = os.path.join(ROOT, "tests", "lab", "strategy_plugins", "cf_mitogen_linear.py")
 
 planner = pytest.importorskip("ansible_mitogen.planner")

@@ -20,8 +20,7 @@ from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs
 from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs_info
 from ansible_collections.clusterforge.gpu.tests.formats.pci import parse_lspci_acs
 
-EMULATORS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                         "tests", "lab", "emulators")
+EMULATORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emulators")
 HEADER2 = "# ClusterForge TEST EMULATOR of %s: not the real tool. Test-only; installed only into lab and molecule containers."
 
 

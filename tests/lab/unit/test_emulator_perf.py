@@ -13,7 +13,7 @@ import pytest
 from ansible_collections.clusterforge.gpu.plugins.module_utils.perf import parse_nccl_tests, parse_perftest
 
 # tests/conftest.py defines EMULATORS too, but pytest registers it as "tests.conftest", not importable as "conftest".
-EMULATORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lab", "emulators")
+EMULATORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emulators")
 ENV_KEYS = ("CLUSTERFORGE_EMU_NCCL_BUSBW_GBPS", "CLUSTERFORGE_EMU_NCCL_WRONG", "CLUSTERFORGE_EMU_NCCL_LATENCY_US",
             "CLUSTERFORGE_EMU_IB_GBPS", "CLUSTERFORGE_EMU_IB_DEGRADE", "CLUSTERFORGE_EMU_IB_LINK", "CLUSTERFORGE_EMU_SEED")
 

@@ -24,7 +24,7 @@ from ansible_collections.clusterforge.gpu.tests.formats.nvidia_smi import (
     parse_power_limit_range_error, parse_q_text,
 )
 
-EMULATORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "lab", "emulators")
+EMULATORS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "emulators")
 EMU = os.path.join(EMULATORS, "nvidia-smi")
 BUSES = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
 QUERY = ["--query-gpu=" + ",".join(smi.STATE_QUERY_FIELDS), "--format=csv,noheader,nounits"]

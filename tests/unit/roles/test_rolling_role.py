@@ -1,0 +1,112 @@
+"""The rolling change is the role clusterforge.gpu.rolling, in phases; playbooks/rolling_reconfigure.yml only
+imports them. These tests keep the wrapper, the role's entry points and its defaults in step."""
+
+import os
+import re
+
+import yaml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLE = os.path.join(ROOT, "roles", "rolling")
+PHASES = ["plan", "drain", "apply", "gate", "resume", "hold"]
+
+
+def _yaml(*parts):
+    with open(os.path.join(*parts)) as f:
+        return yaml.safe_load(f)
+
+
+def _text(*parts):
+    with open(os.path.join(*parts)) as f:
+        return f.read()
+
+
+def _imports(tasks):
+    """tasks_from of every import_role of clusterforge.gpu.rolling in a task list (blocks included), in order."""
+    out = []
+    for task in tasks or []:
+        args = task.get("ansible.builtin.import_role")
+        if args:
+            assert args["name"] == "clusterforge.gpu.rolling", args
+            out.append(args["tasks_from"])
+        for key in ("block", "rescue", "always"):
+            out += _imports(task.get(key))
+    return out
+
+
+def test_the_playbook_only_imports_the_phases():
+    plays = _yaml(ROOT, "playbooks", "rolling_reconfigure.yml")
+    assert [p["hosts"] for p in plays] == ["all", "slurm_controller[0]", "cf_roll_targets"]
+    preflight, plan, batches = plays
+    assert preflight["any_errors_fatal"] is True and preflight["gather_facts"] is False
+    assert preflight["roles"] == [{"role": "clusterforge.gpu.preflight", "vars": {"preflight_rolling": True},
+                                   "tags": ["preflight", "role::preflight"]}]
+    assert _imports(plan["tasks"]) == ["plan"]
+    assert batches["max_fail_percentage"] == 0 and batches["gather_facts"] is False
+    (block,) = batches["tasks"]
+    assert block["tags"] == ["always"]
+    assert _imports(block["block"]) == ["drain", "apply", "gate", "resume"]
+    assert _imports(block["rescue"]) == ["hold"]
+    for play in plays[1:]:
+        for task in play["tasks"]:
+            assert set(task) <= {"name", "tags", "block", "rescue", "ansible.builtin.import_role"}, task
+
+
+def test_the_batch_size_fallback_is_the_roles_default():
+    batches = _yaml(ROOT, "playbooks", "rolling_reconfigure.yml")[2]
+    default = _yaml(ROLE, "defaults", "main.yml")["rolling_serial"]
+    assert batches["serial"] == "{{ rolling_serial | default(%s) }}" % repr(default).replace('"', "'")
+
+
+def test_every_phase_is_an_entry_point_with_the_same_options():
+    specs = _yaml(ROLE, "meta", "argument_specs.yml")["argument_specs"]
+    assert list(specs) == ["main"] + PHASES
+    tasks = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(ROLE, "tasks")))
+    assert tasks == sorted(["main"] + PHASES)
+    for phase in PHASES:
+        assert specs[phase]["options"] == specs["main"]["options"], phase
+        assert specs[phase]["short_description"] and specs[phase]["description"], phase
+    # one anchor: Ansible validates the same options whichever phase starts
+    text = _text(ROLE, "meta", "argument_specs.yml")
+    assert text.count("&rolling_options") == 1 and text.count("*rolling_options") == len(PHASES)
+
+
+def test_main_refuses_to_run_and_names_the_playbook():
+    (task,) = _yaml(ROLE, "tasks", "main.yml")
+    assert "playbooks/rolling_reconfigure.yml" in task["ansible.builtin.fail"]["msg"]
+    assert "clusterforge.gpu.rolling_reconfigure" in task["ansible.builtin.fail"]["msg"]
+
+
+def test_no_inline_default_for_a_rolling_variable():
+    for name in os.listdir(os.path.join(ROLE, "tasks")):
+        text = _text(ROLE, "tasks", name)
+        assert not re.findall(r"(?<![\w.])rolling_[a-z0-9_]+\s*\|\s*default\(", text), name
+
+
+def test_the_plan_runs_the_apply_playbook_of_its_own_collection():
+    plan = _text(ROLE, "tasks", "plan.yml")
+    assert "role_path | dirname | dirname ~ '/playbooks/rolling_apply.yml'" in plan
+    assert os.path.isfile(os.path.join(ROLE, "..", "..", "playbooks", "rolling_apply.yml"))
+    assert "ANSIBLE_CONFIG:" in plan and "ansible_config_file" in plan
+    # run by name from an installed collection, the apply playbook reads nothing outside playbooks/
+    files = ("vars_files", "import_playbook", "ansible.builtin.import_playbook", "import_tasks", "include_tasks",
+             "ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "include_vars",
+             "ansible.builtin.include_vars")
+    for play in _yaml(ROOT, "playbooks", "rolling_apply.yml"):
+        assert not set(play) & set(files), play
+        for task in play.get("tasks", []):
+            assert not set(task) & set(files), task
+        for role in play.get("roles", []):
+            assert role["role"].startswith("clusterforge.gpu."), role
+
+
+def test_the_drain_reason_and_the_failure_message_are_unchanged():
+    assert _yaml(ROLE, "vars", "main.yml")["__rolling_prefix"] == "cf-roll:"
+    hold = _text(ROLE, "tasks", "hold.yml")
+    assert "{{ __rolling_reason }} FAILED {{ __rolling_step | default('state') }}:" in hold
+    assert "failed at '{{ __rolling_step | default('state') }}'" in hold
+    gate = _yaml(ROLE, "tasks", "gate.yml")
+    steps = [t["ansible.builtin.set_fact"]["__rolling_step"] for t in gate[0]["block"]
+             if "__rolling_step" in (t.get("ansible.builtin.set_fact") or {})]
+    assert steps == ["slurmd-registered", "gres-count", "dcgm-diag", "tuned-values", "nccl-test"]
+    assert gate[0]["when"] == "not ansible_check_mode"
