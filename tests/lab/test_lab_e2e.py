@@ -283,10 +283,17 @@ def power_limits(host):
     return sorted({float(v) for v in out.split()})
 
 
+def power_change(power_w):
+    """An extra inventory source with a power limit for both GPU nodes. Host variables: the lab caps power in
+    group_vars/gpu_nodes/, which beats group variables written in an inventory file (Ansible's precedence)."""
+    return "gpu_nodes:\n  hosts:\n" + "".join("    %s:\n      gpu_tuning_power_limit_watts: %d\n" % (h, power_w)
+                                              for h in ("gpu01", "gpu02"))
+
+
 def roll(tmp_path, power_w, *extra):
     """Roll gpu_tuning with a power limit set in an extra inventory source (where a change lives)."""
     override = tmp_path / "change.yml"
-    override.write_text("gpu_nodes:\n  vars:\n    gpu_tuning_power_limit_watts: %d\n" % power_w)
+    override.write_text(power_change(power_w))
     return run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", str(override),
                 "playbooks/rolling_reconfigure.yml", "-e", ROLL_ROLES] + list(extra))
 
@@ -458,7 +465,7 @@ def test_injected_faults_fail_validation_and_are_named(converged, tmp_path):
     # The rolling tests leave the power limit they rolled out (a change lives in the inventory): validation gets
     # the same extra inventory source, so that only the injected faults fail.
     change = tmp_path / "change.yml"
-    change.write_text("gpu_nodes:\n  vars:\n    gpu_tuning_power_limit_watts: %d\n" % int(power_limits("gpu01")[0]))
+    change.write_text(power_change(int(power_limits("gpu01")[0])))
     try:
         rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", str(change),
                        "playbooks/validate.yml", "-e", "validate_fetch_dir=%s" % tmp_path])
