@@ -27,6 +27,18 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common
 )
 
 
+def _parsed(stdout, parse, name, tool):
+    """The parsed output of a benchmark: its text, a registered command result passed whole (its ``stdout``), or
+    an already parsed result (a dict with ``rows``), which is returned as a plain copy."""
+    if _is_map(stdout) and "rows" in stdout:
+        return _plain(stdout)
+    if _is_map(stdout) and "stdout" in stdout:
+        return parse(to_text(stdout.get("stdout") or ""))
+    if isinstance(stdout, (str, bytes)) or stdout is None:
+        return parse(to_text(stdout or ""))
+    raise ValidationError("%s expects the text %s printed, got %s" % (name, tool, type(stdout).__name__))
+
+
 def nccl_tests_results(stdout):
     """nccl-tests output (all_reduce_perf...) -> parse_nccl_tests() plus ``busbw_peak_gbps``, ``ok``, ``problems``.
 
@@ -34,16 +46,7 @@ def nccl_tests_results(stdout):
     out-of-place column is missing). ``ok`` is false when the output reports wrong elements, an out-of-bounds
     FAILED, or has no result row; ``problems`` says which.
     """
-    if _is_map(stdout) and "rows" in stdout:
-        result = _plain(stdout)
-    elif _is_map(stdout) and "stdout" in stdout:
-        # a registered command result passed whole
-        result = parse_nccl_tests(to_text(stdout.get("stdout") or ""))
-    elif isinstance(stdout, (str, bytes)) or stdout is None:
-        result = parse_nccl_tests(to_text(stdout or ""))
-    else:
-        raise ValidationError("nccl_tests_results expects the text nccl-tests printed, got %s"
-                              % type(stdout).__name__)
+    result = _parsed(stdout, parse_nccl_tests, "nccl_tests_results", "nccl-tests")
     rows = result.get("rows") or []
     if "busbw_peak_gbps" not in result:
         peak = None
@@ -82,15 +85,7 @@ def perftest_results(stdout):
     ``bw_peak_gbits`` is the BW average of the largest message size, in Gb/s (10^9 bit/s) whatever unit
     perftest printed. ``ok`` is false when the output has no result row or an unknown bandwidth unit.
     """
-    if _is_map(stdout) and "rows" in stdout:
-        result = _plain(stdout)
-    elif _is_map(stdout) and "stdout" in stdout:
-        result = parse_perftest(to_text(stdout.get("stdout") or ""))
-    elif isinstance(stdout, (str, bytes)) or stdout is None:
-        result = parse_perftest(to_text(stdout or ""))
-    else:
-        raise ValidationError("perftest_results expects the text perftest printed, got %s"
-                              % type(stdout).__name__)
+    result = _parsed(stdout, parse_perftest, "perftest_results", "perftest")
     rows = result.get("rows") or []
     if "bw_peak_gbits" not in result:
         value = None
