@@ -105,6 +105,15 @@ def mutate_healthcheck_timeout_120(inv):
     gpu_group(inv)["slurm_compute_healthcheck_command_timeout_seconds"] = 120
 
 
+def mutate_healthcheck_budget_60(inv):
+    gpu_group(inv)["slurm_compute_healthcheck_budget_seconds"] = 60
+
+
+def mutate_healthcheck_timeout_above_budget(inv):
+    gpu_group(inv).update({"slurm_compute_healthcheck_budget_seconds": 30,
+                           "slurm_compute_healthcheck_command_timeout_seconds": 35})
+
+
 def mutate_slurmdbd_port_is_slurmctld_port(inv):
     controller(inv)["slurm_controller_slurmdbd_port"] = 6817
 
@@ -162,6 +171,10 @@ CASES = [
                                       "time"),
     (mutate_healthcheck_timeout_120, "slurm_compute_healthcheck_command_timeout_seconds: 120 s is not below Slurm's "
                                      "60 s HealthCheckProgram kill limit"),
+    (mutate_healthcheck_budget_60, "slurm_compute_healthcheck_budget_seconds: 60 s is not below Slurm's 60 s "
+                                   "HealthCheckProgram kill limit"),
+    (mutate_healthcheck_timeout_above_budget, "slurm_compute_healthcheck_command_timeout_seconds: 35 s is more than "
+                                              "slurm_compute_healthcheck_budget_seconds (30 s)"),
     (mutate_slurmdbd_port_is_slurmctld_port, "head01: slurm_controller_slurmdbd_port: 6817 is already the slurmctld "
                                              "port"),
     (mutate_compute_group_missing, "slurm_controller_compute_group: group 'gpu_servers' does not exist"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ClusterForge lab: a cluster of systemd containers on this machine (test-only).
-#   lab.sh image     build the Debian 12 systemd image once (cached; rebuilt only when missing)
+#   lab.sh image     build the Debian systemd image of CF_LAB_SUITE once (cached; rebuilt only when missing)
 #   lab.sh up        create the lab network and the containers of inventories/lab (idempotent)
 #   lab.sh down      remove the lab containers and network
 #   lab.sh status    list the lab containers
@@ -11,16 +11,21 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 export CONTAINERS_CONF="$here/containers.conf"
-IMAGE=${CF_LAB_IMAGE:-localhost/clusterforge-lab:bookworm}
+# Debian 13 (trixie, Slurm 24.11) is the lab's platform; CF_LAB_SUITE=bookworm builds Debian 12 (Slurm 22.05), the
+# second platform of the Slurm molecule scenarios.
+SUITE=${CF_LAB_SUITE:-trixie}
+IMAGE=${CF_LAB_IMAGE:-localhost/clusterforge-lab:$SUITE}
 NETWORK=${CF_LAB_NETWORK:-cflab}
 FABRIC_NETWORK=${CF_LAB_FABRIC_NETWORK:-cflab-fabric}
 INVENTORY=${CF_LAB_INVENTORY:-$root/inventories/lab}
+# A second inventory source on top (the end-to-end test adds a GPU node with one, as an administrator would).
+EXTRA_INVENTORY=${CF_LAB_EXTRA_INVENTORY:-}
 CACHE=${CF_LAB_CACHE:-$here/cache}
 MIRROR=${CF_LAB_MIRROR:-http://deb.debian.org/debian}
 
 # "host mgmt_ip fabric_ip" lines, and the two networks, read from the lab inventory.
 lab_plan() {
-  "$root/.venv/bin/ansible-inventory" -i "$INVENTORY" --list 2>/dev/null | "$root/.venv/bin/python" -c '
+  "$root/.venv/bin/ansible-inventory" -i "$INVENTORY" ${EXTRA_INVENTORY:+-i "$EXTRA_INVENTORY"} --list 2>/dev/null | "$root/.venv/bin/python" -c '
 import json, sys
 inv = json.load(sys.stdin)
 hv = inv.get("_meta", {}).get("hostvars", {})
@@ -39,16 +44,16 @@ image() {
   if podman image exists "$IMAGE"; then log "image $IMAGE present (cached)"; return 0; fi
   local dir="$CACHE/rootfs"
   rm -rf "$dir"; mkdir -p "$dir"
-  log "debootstrap bookworm into $dir (about a minute)"
+  log "debootstrap $SUITE into $dir (about a minute)"
   debootstrap --variant=minbase \
     --include=systemd,systemd-sysv,python3,python3-apt,iproute2,sudo,procps,ca-certificates,gnupg,kmod,iputils-ping,less \
-    bookworm "$dir" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log"; exit 1; }
+    "$SUITE" "$dir" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log"; exit 1; }
   # A container image, not a machine: no machine-id baked in, no getty, apt keeps lists small.
   : >"$dir/etc/machine-id"
   rm -f "$dir/var/lib/dbus/machine-id"
   cat >"$dir/etc/apt/sources.list" <<SRC
-deb $MIRROR bookworm main
-deb $MIRROR bookworm-updates main
+deb $MIRROR $SUITE main
+deb $MIRROR $SUITE-updates main
 SRC
   for unit in getty.target console-getty.service systemd-logind.service apt-daily.timer apt-daily-upgrade.timer \
               systemd-timesyncd.service e2scrub_reap.service; do
@@ -93,7 +98,7 @@ up() {
     log "creating container $h ($ip, fabric $fip)"
     podman run -d --name "$h" --hostname "$h" \
       --network "$NETWORK:ip=$ip,interface_name=eth0" --network "$FABRIC_NETWORK:ip=$fip,interface_name=eth1" \
-      --systemd=always \
+      --systemd=always --restart=always \
       --cap-add SYS_ADMIN --cap-add NET_ADMIN --cap-add SYS_NICE \
       -v cf-lustre-shared:/srv/cf-lustre-shared \
       --label clusterforge.lab=1 "$IMAGE" /sbin/init >/dev/null

@@ -2,24 +2,41 @@
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Decision logic of the slurm_compute health check, run as a program with fake nvidia-smi, dcgmi and scontrol
-on PATH (the fakes print recorded-format output and log every call)."""
+on PATH (the fakes print recorded-format output and log every call); its time budget, with fakes that hang; and
+the epilog and systemd unit that run it after each job."""
 
 import ast
+import configparser
 import json
 import os
+import re
+import shlex
 import stat
 import subprocess
 import sys
+import time
 
+import jinja2
 import pytest
+import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-TEMPLATE = os.path.join(ROOT, "roles", "slurm_compute", "templates", "usr", "libexec", "clusterforge",
-                        "slurm-healthcheck.j2")
+ROLE = os.path.join(ROOT, "roles", "slurm_compute")
+TEMPLATE = os.path.join(ROLE, "templates", "usr", "libexec", "clusterforge", "slurm-healthcheck.j2")
+EPILOG = os.path.join(ROLE, "templates", "etc", "slurm", "epilog.d", "90-cf-healthcheck.j2")
+UNIT = os.path.join(ROLE, "templates", "etc", "systemd", "system", "clusterforge-healthcheck.service.j2")
+HC_PATH = "/usr/libexec/clusterforge/slurm-healthcheck"
+# Slurm's client commands: Slurm's prolog/epilog guide says prolog and epilog scripts must call none of them.
+SLURM_COMMANDS = re.compile(r"\b(scontrol|sinfo|squeue|srun|sbatch|salloc|scancel|sacct|sacctmgr|sstat|sprio|sshare|"
+                            r"sreport|sdiag|strigger|sbcast|sattach|scrontab)\b")
 
 FAKE = """#!/bin/sh
-# fake {name}: logs its arguments, prints $FAKE_DIR/{name}.out (or {name}.<subcommand>.out), exits with {name}.rc
+# fake {name}: logs its arguments, prints $FAKE_DIR/{name}.out (or {name}.<subcommand>.out), exits with {name}.rc;
+# hangs (a child sleep, its pid in {name}.sleep.pid) when {name}.hang or {name}.<first argument>.hang exists
 echo "$*" >> "$FAKE_DIR/{name}.calls"
+if [ -f "$FAKE_DIR/{name}.hang" ] || [ -f "$FAKE_DIR/{name}.$1.hang" ]; then
+  sleep 30 & echo $! > "$FAKE_DIR/{name}.sleep.pid"; wait; exit 0
+fi
 if [ "$1" = update ]; then exit 0; fi
 if [ "$1 $2" = "health -s" ]; then : > "$FAKE_DIR/dcgmi.watches"; echo "Health monitor systems set successfully."; exit 0; fi
 if [ "{name}" = dcgmi ] && [ -f "$FAKE_DIR/dcgmi.needs-watches" ] && [ ! -f "$FAKE_DIR/dcgmi.watches" ]; then
@@ -90,13 +107,19 @@ class Node(object):
     def updates(self):
         return [c for c in self.calls("scontrol") if c.startswith("update")]
 
-    def run(self, *extra):
+    def hang(self, name, subcommand=None):
+        (self.dir / (name + ("." + subcommand if subcommand else "") + ".hang")).write_text("")
+
+    def run(self, *extra, **kw):
         cfg = self.dir / "healthcheck.json"
         cfg.write_text(json.dumps(self.config))
         env = dict(os.environ, FAKE_DIR=str(self.dir), PATH=str(self.bin) + ":/usr/bin:/bin")
-        proc = subprocess.run([sys.executable, str(self.script), "--config", str(cfg)] + list(extra),
+        argv = kw.get("argv") or [sys.executable, str(self.script)]
+        began = time.monotonic()
+        proc = subprocess.run(argv + ["--config", str(cfg)] + list(extra),
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env,
-                              check=False)
+                              check=False, timeout=120)
+        proc.wall = time.monotonic() - began
         return proc
 
 
@@ -326,7 +349,250 @@ def _script_tuple(name):
     raise AssertionError(name + " not found in the health check")
 
 
+_script_constant = _script_tuple
+
+
 def test_owner_lists_match_preflight():
     from ansible_collections.clusterforge.gpu.plugins.plugin_utils import preflight_slurm
     assert _script_tuple("OTHER_OWNERS") == tuple(p for p, who in preflight_slurm.OTHER_REASON_OWNERS)
     assert _script_tuple("SLURM_REASONS") == preflight_slurm.SLURM_REASONS
+
+
+# --- the time budget: slurmd kills HealthCheckProgram after 60 s, so a run ends by itself within its budget --------
+BUDGET = 3  # a small budget, so that a hung tool shows within a test
+
+
+def _timing(proc):
+    """The --timing JSON line (the last line of stdout)."""
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _alive(pid):
+    """The process exists and is not a zombie (this test's container may not reap orphans)."""
+    try:
+        with open("/proc/%d/stat" % pid) as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
+def _budget_node(node, **config):
+    node.config.update(budget_seconds=BUDGET, command_timeout_seconds=20, **config)
+    node.dcgm(DCGM_HEALTHY)
+    return node
+
+
+def test_hung_nvidia_smi_drains_within_the_budget(node):
+    _budget_node(node)
+    node.hang("nvidia-smi")
+    proc = node.run("--timing")
+    assert proc.wall < BUDGET, (proc.wall, proc.stdout, proc.stderr)
+    assert proc.returncode == 1, proc.stderr
+    # a hung nvidia-smi is a fault (a GPU that fell off the bus); the check it left no time for is named too
+    assert len(node.updates()) == 1
+    assert re.match(r"^update NodeName=gpu01 State=DRAIN Reason=cf-health: nvidia-smi: no answer within \d+ s; "
+                    r"dcgmi health not run: time budget spent$", node.updates()[0]), node.updates()
+    assert node.calls("dcgmi") == []
+    timing = _timing(proc)
+    assert timing["not_finished"] == ["nvidia-smi", "dcgmi health"]
+    assert [c["outcome"] for c in timing["commands"]] == ["no answer", "not run", "rc 0", "rc 0"]
+    # the hung tool was killed with what it started (its own process group), not left running
+    assert not _alive(int((node.dir / "nvidia-smi.sleep.pid").read_text()))
+
+
+def test_hung_dcgmi_drains_within_the_budget(node):
+    _budget_node(node)
+    node.hang("dcgmi")
+    proc = node.run()
+    assert proc.wall < BUDGET, (proc.wall, proc.stdout, proc.stderr)
+    assert proc.returncode == 1
+    assert len(node.updates()) == 1
+    assert re.match(r"^update NodeName=gpu01 State=DRAIN Reason=cf-health: dcgmi health: no answer within \d+ s$",
+                    node.updates()[0]), node.updates()
+    assert "not finished: dcgmi health" in proc.stdout
+    assert not _alive(int((node.dir / "dcgmi.sleep.pid").read_text()))
+
+
+@pytest.mark.parametrize("gpus, status, summary", [(8, 2, "healthy"), (7, 2, "GPU count 7 < 8")])
+def test_hung_scontrol_ends_within_the_budget_and_changes_nothing(node, gpus, status, summary):
+    # e.g. the run at slurmd start, before the node registered, or slurmctld unreachable: not a fault of the node
+    _budget_node(node)
+    node.gpus(gpus)
+    node.hang("scontrol")
+    proc = node.run()
+    assert proc.wall < BUDGET, (proc.wall, proc.stdout, proc.stderr)
+    assert proc.returncode == status
+    assert node.calls("scontrol") == ["show node -o gpu01"]
+    assert re.search(r"scontrol show node gpu01: no answer within \d+ s \(slurmctld busy or unreachable, or slurmd "
+                     r"has not registered yet\); faults \(not acted on\): %s" % ("none" if gpus == 8 else summary),
+                     proc.stderr), proc.stderr
+    assert proc.stdout.startswith("cf-health: gpu01: %s; state ?; action none; not finished: scontrol show node; "
+                                  % summary), proc.stdout
+    assert not _alive(int((node.dir / "scontrol.sleep.pid").read_text()))
+
+
+def test_hung_scontrol_update_ends_within_the_budget(node):
+    _budget_node(node)
+    node.gpus(7)
+    node.hang("scontrol", "update")
+    proc = node.run()
+    assert proc.wall < BUDGET, (proc.wall, proc.stdout, proc.stderr)
+    assert proc.returncode == 1
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU count 7 < 8"]
+    assert re.search(r"scontrol update \(drain\): no answer within \d+ s", proc.stderr), proc.stderr
+    assert "not finished: scontrol update" in proc.stdout
+
+
+def test_every_command_gets_the_time_left_in_its_share(node):
+    """min(the command timeout, the time left): the hardware checks end at checks_end, which keeps the smaller of
+    the timeout and half the budget for scontrol; every command is given what is left of its share."""
+    _budget_node(node)
+    node.hang("nvidia-smi")
+    timing = _timing(node.run("--timing"))
+    grace, margin = _script_constant("KILL_GRACE"), _script_constant("END_MARGIN")
+    assert timing["budget_seconds"] == BUDGET and timing["command_timeout_seconds"] == 20
+    assert timing["end_seconds"] == BUDGET - margin
+    assert timing["checks_end_seconds"] == pytest.approx(BUDGET - margin - min(20, (BUDGET - margin) / 2.0))
+    ends = {"checks": timing["checks_end_seconds"], "slurm": timing["end_seconds"]}
+    for command in timing["commands"]:
+        left = ends[command["phase"]] - command["start_seconds"] - grace
+        assert command["limit_seconds"] == pytest.approx(max(min(20, left), 0), abs=0.01), command
+        assert command["limit_seconds"] < 20
+        assert command["start_seconds"] + command["elapsed_seconds"] <= timing["end_seconds"]
+    smi = timing["commands"][0]
+    assert smi["outcome"] == "no answer" and smi["elapsed_seconds"] == pytest.approx(smi["limit_seconds"], abs=0.3)
+    assert timing["elapsed_seconds"] < BUDGET
+
+
+def test_the_command_timeout_applies_while_the_budget_has_time(node):
+    node.config.update(budget_seconds=40, command_timeout_seconds=1)
+    node.dcgm(DCGM_HEALTHY)
+    node.hang("nvidia-smi")
+    node.hang("dcgmi")
+    proc = node.run("--timing")
+    timing = _timing(proc)
+    assert [(c["command"].split()[0], c["limit_seconds"], c["outcome"]) for c in timing["commands"][:2]] == \
+        [("nvidia-smi", 1.0, "no answer"), ("dcgmi", 1.0, "no answer")]
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: nvidia-smi: no answer within 1 s; "
+                              "dcgmi health: no answer within 1 s"]
+    assert proc.wall < 4
+
+
+def test_an_unfinished_check_never_resumes_the_checks_own_drain(node):
+    _budget_node(node)
+    node.node("IDLE+DRAIN", "cf-health: GPU count 7 < 8")
+    node.hang("nvidia-smi")
+    assert node.run().returncode == 1
+    assert len(node.updates()) == 1 and "State=RESUME" not in node.updates()[0]
+    assert node.updates()[0].startswith("update NodeName=gpu01 State=DRAIN Reason=cf-health: nvidia-smi: no answer")
+
+
+def test_each_run_reports_its_own_time(node):
+    node.dcgm(DCGM_HEALTHY)
+    proc = node.run("--timing")
+    assert proc.returncode == 0
+    summary, timing_line = proc.stdout.strip().splitlines()
+    match = re.match(r"^cf-health: gpu01: healthy; state IDLE; action none; (\d+\.\d\d) s of a 40 s budget$", summary)
+    assert match, summary
+    timing = json.loads(timing_line)
+    assert float(match.group(1)) == pytest.approx(timing["elapsed_seconds"], abs=0.01)
+    assert 0 < timing["elapsed_seconds"] < proc.wall
+    assert timing["budget_seconds"] == 40 and timing["not_finished"] == [] and timing["status"] == 0
+    assert [c["command"].split()[:2] for c in timing["commands"]] == [
+        ["nvidia-smi", "--query-gpu=index,ecc.errors.uncorrected.volatile.total,retired_pages.pending,"
+                       "remapped_rows.pending,temperature.gpu"], ["dcgmi", "health"], ["scontrol", "show"]]
+    assert all(c["outcome"] == "rc 0" for c in timing["commands"])
+    # defaults: the hardware checks share the first 19.75 s, scontrol gets its whole 20 s timeout
+    grace = _script_constant("KILL_GRACE")
+    assert timing["checks_end_seconds"] == 19.75 and timing["end_seconds"] == 39.5
+    for command in timing["commands"][:2]:
+        assert command["limit_seconds"] == pytest.approx(19.75 - command["start_seconds"] - grace, abs=0.01)
+    assert timing["commands"][2]["limit_seconds"] == 20
+
+
+@pytest.mark.parametrize("value", ["forty", 0, 60, 600, True])
+def test_a_budget_the_check_cannot_keep_falls_back_to_the_default(node, value):
+    node.config["budget_seconds"] = value
+    proc = node.run("--timing")
+    assert proc.returncode == 0
+    assert "budget_seconds %r" % (value,) in proc.stderr and "using 40 s" in proc.stderr
+    assert _timing(proc)["budget_seconds"] == 40
+
+
+# --- after each job: the epilog starts a systemd unit, and runs no Slurm command itself ---------------------------
+def render(path, **variables):
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["comment"] = lambda text: "\n".join("# " + line for line in text.splitlines())
+    env.filters["quote"] = shlex.quote
+    with open(path) as handle:
+        return env.from_string(handle.read()).render(ansible_managed="Ansible managed", **variables)
+
+
+ROLE_VARS = {"slurm_compute_healthcheck_path": HC_PATH, "slurm_compute_epilog_dir": "/etc/slurm/epilog.d"}
+
+
+def _unit_name():
+    """The unit file name the role installs (tasks/config.yml)."""
+    with open(os.path.join(ROLE, "tasks", "config.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    dests = [t["ansible.builtin.template"]["dest"] for t in tasks if "ansible.builtin.template" in t
+             and t["ansible.builtin.template"]["src"] == "etc/systemd/system/clusterforge-healthcheck.service.j2"]
+    assert len(dests) == 1 and dests[0].startswith("/etc/systemd/system/"), dests
+    return os.path.basename(dests[0])
+
+
+def test_the_epilog_calls_no_slurm_command_and_does_not_run_the_check_itself():
+    text = render(EPILOG, **ROLE_VARS)
+    assert "{{" not in text and "{%" not in text
+    assert not SLURM_COMMANDS.search(text), SLURM_COMMANDS.search(text).group(0)
+    # not through the health check either (it calls scontrol): the epilog only asks systemd to run it
+    assert HC_PATH not in text and "slurm-healthcheck" not in text
+    commands = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert commands == ['PATH="${PATH:+$PATH:}/usr/bin:/bin:/usr/sbin:/sbin"', "export PATH",
+                        "timeout 10 systemctl start --no-block %s >/dev/null 2>&1 || true" % _unit_name(), "exit 0"]
+
+
+@pytest.mark.parametrize("systemctl_rc", [0, 1])
+def test_the_epilog_queues_the_unit_and_returns_at_once(tmp_path, systemctl_rc):
+    epilog = tmp_path / "90-cf-healthcheck"
+    epilog.write_text(render(EPILOG, **ROLE_VARS))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "systemctl"
+    fake.write_text('#!/bin/sh\necho "$*" >> "%s/systemctl.calls"\nexit %d\n' % (tmp_path, systemctl_rc))
+    fake.chmod(0o755)
+    began = time.monotonic()
+    proc = subprocess.run(["/bin/sh", str(epilog)], env={"PATH": "%s:/usr/bin:/bin" % bin_dir},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
+    assert time.monotonic() - began < 2
+    assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+    assert (tmp_path / "systemctl.calls").read_text().splitlines() == ["start --no-block " + _unit_name()]
+
+
+def _unit(**variables):
+    parser = configparser.ConfigParser(interpolation=None, strict=True)
+    parser.optionxform = str
+    parser.read_string(render(UNIT, **dict(ROLE_VARS, **variables)))
+    return parser
+
+
+def test_the_unit_runs_the_same_program_once_per_start_within_slurmds_limit():
+    unit = _unit()
+    assert unit.sections() == ["Unit", "Service"]  # no [Install]: it runs only when started
+    service = unit["Service"]
+    assert service["Type"] == "oneshot"
+    assert shlex.split(service["ExecStart"]) == [HC_PATH]  # what slurmd runs as HealthCheckProgram, as slurmd does
+    assert int(service["TimeoutStartSec"]) <= 60
+    assert service["SuccessExitStatus"].split() == ["1"]
+    # every job end starts it: systemd's default start rate limit would refuse a sixth start within 10 s
+    assert unit["Unit"]["StartLimitIntervalSec"] == "0"
+    assert "RemainAfterExit" not in service  # inactive after each run, so the next start runs again
+
+
+def test_the_unit_drains_a_faulty_node_with_the_checks_own_reason(node):
+    service = _unit(slurm_compute_healthcheck_path=str(node.script))["Service"]
+    node.gpus(7)
+    proc = node.run(argv=[sys.executable] + shlex.split(service["ExecStart"]))
+    assert proc.returncode == 1  # SuccessExitStatus: the check drained the node itself
+    assert str(proc.returncode) in service["SuccessExitStatus"].split()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU count 7 < 8"]

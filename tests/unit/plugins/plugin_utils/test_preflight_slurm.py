@@ -75,6 +75,13 @@ def gpu01(name, value):
     return change
 
 
+def budget_and_timeout(budget, timeout):
+    def change(hostvars, groups):
+        both_gpus(hostvars, "slurm_compute_healthcheck_budget_seconds", budget)
+        both_gpus(hostvars, "slurm_compute_healthcheck_command_timeout_seconds", timeout)
+    return change
+
+
 def partitions(*parts):
     return ctl("slurm_controller_partitions", list(parts))
 
@@ -316,7 +323,17 @@ RULE_CASES = [
     (ctl("slurm_controller_priority_max_age", "UNLIMITED"), "slurm_controller_priority_max_age: 'UNLIMITED' is not"),
     (gpus("slurm_compute_healthcheck_command_timeout_seconds", 120),
      "gpu01: slurm_compute_healthcheck_command_timeout_seconds: 120 s is not below Slurm's 60 s"),
-    (gpus("slurm_compute_healthcheck_command_timeout_seconds", 45), "45 s leaves no time to drain"),
+    (gpus("slurm_compute_healthcheck_command_timeout_seconds", 45),
+     "gpu01: slurm_compute_healthcheck_command_timeout_seconds: 45 s is more than "
+     "slurm_compute_healthcheck_budget_seconds (40 s)"),
+    (budget_and_timeout(30, 35), "gpu02: slurm_compute_healthcheck_command_timeout_seconds: 35 s is more than "
+                                 "slurm_compute_healthcheck_budget_seconds (30 s)"),
+    (gpus("slurm_compute_healthcheck_budget_seconds", 60),
+     "gpu01: slurm_compute_healthcheck_budget_seconds: 60 s is not below Slurm's 60 s HealthCheckProgram kill limit"),
+    (gpus("slurm_compute_healthcheck_budget_seconds", 9), "slurm_compute_healthcheck_budget_seconds: 9 s is below "
+                                                          "10 s"),
+    (gpus("slurm_compute_healthcheck_budget_seconds", "40s"), "slurm_compute_healthcheck_budget_seconds: must be an "
+                                                              "integer number of seconds"),
     (gpus("slurm_compute_healthcheck_command_timeout_seconds", 0), "0 s: each command of the health check needs"),
     (gpus("slurm_compute_healthcheck_command_timeout_seconds", "1m"), "command_timeout_seconds: must be an integer "
                                                                       "number of seconds"),
@@ -405,6 +422,7 @@ def test_wrong_shapes_do_not_raise(value):
                      "slurm_compute_healthcheck_reason_prefix", "slurm_compute_healthcheck_lustre_mounts",
                      "slurm_compute_healthcheck_path", "slurm_compute_slurmctld_port", "slurm_compute_controller",
                      "slurm_compute_healthcheck_command_timeout_seconds", "slurm_compute_healthcheck_gpu_count",
+                     "slurm_compute_healthcheck_budget_seconds",
                      "slurm_controller_node_cooling", "slurm_controller_cluster_name"):
             hostvars[host][name] = copy.deepcopy(value)
     errors = run(hostvars, groups)
@@ -428,9 +446,20 @@ def test_spec_defaults_pass_the_rules():
     """The roles' own defaults (what a silent inventory gets) are accepted by every rule."""
     assert reason_prefix_problems(spec_default("slurm_compute", "slurm_compute_healthcheck_reason_prefix")) == []
     timeout = spec_default("slurm_compute", "slurm_compute_healthcheck_command_timeout_seconds")
-    assert 1 <= timeout <= preflight_slurm.HEALTHCHECK_COMMAND_MAX
+    budget = spec_default("slurm_compute", "slurm_compute_healthcheck_budget_seconds")
+    assert preflight_slurm.HEALTHCHECK_BUDGET_MIN <= budget < preflight_slurm.HEALTHCHECK_KILL_SECONDS
+    assert 1 <= timeout <= budget
+    # well inside slurmd's limit, not at its edge: the issue "Slurm where users are" asks for about 40 s
+    assert budget <= 45
     with open(os.path.join(COLLECTION_ROOT, "roles", "slurm_compute", "defaults", "main.yml")) as handle:
-        assert yaml.safe_load(handle)["slurm_compute_healthcheck_command_timeout_seconds"] == timeout
+        defaults = yaml.safe_load(handle)
+    assert defaults["slurm_compute_healthcheck_command_timeout_seconds"] == timeout
+    assert defaults["slurm_compute_healthcheck_budget_seconds"] == budget
+
+
+@pytest.mark.parametrize("budget, timeout", [(10, 10), (59, 59), (40, 25), (30, 30), ("40", "20")])
+def test_sound_budgets_and_timeouts_pass(budget, timeout):
+    assert errors_with(budget_and_timeout(budget, timeout)) == []
 
 
 # --- loading a shipped inventory without Ansible ---------------------------------------------------------------------
