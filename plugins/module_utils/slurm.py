@@ -53,7 +53,7 @@ def parse_scontrol_nodes(text):
 
     Every ``Key=value`` is kept as a string, as printed. Free-text values with spaces (``OS=Linux 5.15 ...``,
     ``Reason=cf-roll: kernel [root@2024-05-01T10:00:00]``, ``Comment=...``) are kept whole. Nodes are split on
-    ``NodeName=`` lines and blank lines. ``Node X not found`` lines and other text are ignored
+    ``NodeName=`` lines and empty lines (a line of spaces only, which Slurm 24.11 prints inside a node, is skipped). ``Node X not found`` lines and other text are ignored
     (see :func:`parse_not_found`).
     """
     nodes = []
@@ -61,8 +61,11 @@ def parse_scontrol_nodes(text):
     last_key = None
     for raw in (text or "").splitlines():
         line = raw.rstrip("\r\n")
-        if not line.strip():
+        if not line:
             current, last_key = None, None
+            continue
+        if not line.strip():
+            # Slurm 24.11 prints a line of indentation only inside a node, before its Reason= line: not a separator.
             continue
         if _NOT_FOUND_RE.match(line):
             continue

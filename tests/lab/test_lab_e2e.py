@@ -482,3 +482,289 @@ def test_injected_faults_fail_validation_and_are_named(converged, tmp_path):
     assert ("nccl.single_node", "gpu01") in failed, failed
     # Everything else still passes: the faults are named, not smeared over the cluster.
     assert {c["subject"] for c in report["checks"] if c["status"] == "fail"} <= {"gpu02 mlx5_3:1", "gpu01"}
+
+
+# ------------------------------------------------------------------------------- Slurm 24.11: the release, adding a node
+
+ADD_NODE_INVENTORY = os.path.join("tests", "lab", "inventories", "add_gpu03.yml")
+
+
+def test_the_lab_runs_slurm_24_11_with_accounting(converged):
+    for host, cmd in (("head01", ["slurmctld", "-V"]), ("head01", ["slurmdbd", "-V"]), ("gpu01", ["slurmd", "-V"])):
+        rc, out = podman_exec(host, *cmd)
+        # Debian's build says "slurm-wlm 24.11.5", SchedMD's "slurm 24.11.5"
+        assert rc == 0 and re.match(r"slurm(-wlm)? 24\.11\.", out.strip()), (host, cmd, out)
+    rc, out = slurm("sacctmgr", "-n", "-P", "list", "cluster", "format=Cluster")
+    assert rc == 0 and out.split() == ["cflab"], out
+
+
+def test_the_health_check_runs_well_inside_slurms_60_s_limit(converged):
+    """slurmd kills HealthCheckProgram after 60 s, and runs it before the node registers. Run it on each GPU node as
+    slurmd does (no arguments, only SLURMD_NODENAME in the environment), with DCGM installed (the lab's emulated dcgmi:
+    its `dcgmi health -c` answers at once, so this measures our program, not a real DCGM), and time it."""
+    for host in ("gpu01", "gpu02"):
+        start = time.time()
+        rc, out = podman_exec(host, "env", "-i", "SLURMD_NODENAME=" + host, "/usr/libexec/clusterforge/slurm-healthcheck")
+        wall = time.time() - start
+        assert rc == 0, out
+        m = re.search(r"(?m)^cf-health: %s: healthy; .*; ([0-9.]+) s of a 40 s budget$" % host, out)
+        assert m, out
+        print("health check on %s: %.2f s (its own measure), %.2f s with podman exec" % (host, float(m.group(1)), wall))
+        assert float(m.group(1)) < 30 and wall < 30, (host, m.group(1), wall)
+
+
+def systemd_started(host, unit):
+    rc, out = podman_exec(host, "systemctl", "show", unit, "--property=ActiveEnterTimestamp", "--value")
+    assert rc == 0 and out.strip(), (host, unit, out)
+    return out.strip()
+
+
+def test_a_node_joins_through_scontrol_reconfigure_while_a_job_runs(converged):
+    """Slurm 24.11: a new node is a configuration change plus `scontrol reconfigure`. The administrator adds gpu03 to
+    the inventory and runs site.yml limited to the new node and the controller (README); no daemon is restarted by
+    systemd anywhere else and the job running on gpu01 completes. Then the node is removed again the same way."""
+    states = settled_node_states()
+    assert set(states) == {"gpu01", "gpu02"}, states
+    rc, job = slurm("sbatch", "--parsable", "--job-name=cf-e2e-add-node", "--nodelist=gpu01", "--gres=gpu:1",
+                    "--time=5", "--wrap", "sleep 45")
+    assert rc == 0, job
+    job = job.strip()
+    assert wait_for_job(job, ("RUNNING",), 60) == "RUNNING"
+    before = {(h, u): systemd_started(h, u) for h, u in (("head01", "slurmctld"), ("gpu01", "slurmd"), ("gpu02", "slurmd"))}
+    env_extra = dict(ENV, CF_LAB_EXTRA_INVENTORY=ADD_NODE_INVENTORY)
+    proc = subprocess.run([os.path.join(ROOT, "tests", "lab", "lab.sh"), "up"], cwd=ROOT, env=env_extra,
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    try:
+        rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", ADD_NODE_INVENTORY,
+                       "tests/lab/emulators.yml", "-e", "cf_emu_hosts=gpu03"])
+        assert rc == 0, out
+        rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", ADD_NODE_INVENTORY,
+                       "site.yml", "--limit", "gpu03,slurm_controller"])
+        assert rc == 0, out
+        assert set(recap(out)) == {"gpu03", "head01"}, recap(out)
+        assert "RUNNING HANDLER [clusterforge.gpu.slurm_controller : Reconfigure Slurm" in out, "no scontrol reconfigure"
+        after = {(h, u): systemd_started(h, u) for h, u in before}
+        assert after == before, "systemd restarted a Slurm daemon: %s -> %s" % (before, after)
+        states = settled_node_states({"gpu03": ("idle", "none")}, 120)
+        assert states.get("gpu03", ("",))[0] in ("idle", "mix"), states
+        rc, out = slurm("srun", "-N3", "--gres=gpu:1", "--time=1", "hostname")
+        assert rc == 0 and sorted(out.split()) == ["gpu01", "gpu02", "gpu03"], out
+        assert wait_for_job(job, ("COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL"), 120) == "COMPLETED"
+    finally:
+        # Removal, the same way: gpu03 leaves the inventory and the controller's run drops it with a reconfigure.
+        subprocess.run(["podman", "rm", "-f", "-t", "2", "gpu03"], env=ENV, capture_output=True, timeout=120, check=False)
+        rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml",
+                       "--limit", "slurm_controller"])
+    assert rc == 0, out
+    assert {(h, u): systemd_started(h, u) for h, u in before} == before
+    assert set(settled_node_states()) == {"gpu01", "gpu02"}
+
+
+# --------------------------------------------------------------------------- Slurm upgrades (playbooks/slurm_upgrade.yml)
+
+def slurm_upgrade(*extra):
+    return run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "playbooks/slurm_upgrade.yml"]
+               + list(extra))
+
+
+def daemon_starts():
+    return {(h, u): systemd_started(h, u)
+            for h, u in (("head01", "slurmdbd"), ("head01", "slurmctld"), ("gpu01", "slurmd"), ("gpu02", "slurmd"))}
+
+
+def backups():
+    rc, out = podman_exec("head01", "sh", "-c", "ls -1d /var/backups/clusterforge/slurm-upgrade-* 2>/dev/null || true")
+    return sorted(out.split())
+
+
+def test_slurm_upgrade_refuses_a_downgrade_before_anything_changes(converged):
+    before, saved = daemon_starts(), backups()
+    rc, out = slurm_upgrade("-e", "slurm_upgrade_version=23.11.10")
+    assert rc != 0, out
+    assert re.search(r"downgrade", out, re.I), out[-4000:]
+    assert "24.11.5" in out and "23.11.10" in out, out[-4000:]
+    assert daemon_starts() == before, "a refused upgrade restarted a daemon"
+    assert backups() == saved, "a refused upgrade wrote a backup"
+    for host in ("head01", "gpu01"):
+        rc, ver = podman_exec(host, "dpkg-query", "-W", "-f=${Version}", "slurm-client")
+        assert ver.startswith("24.11.5"), (host, ver)
+
+
+SITE_SLURM_SUFFIX = "+cf1"
+
+
+def test_slurm_upgrade_runs_in_schedmd_order_from_a_site_repository_and_a_job_survives(converged, tmp_path):
+    """A real package upgrade with real daemons: the lab's mirror has one Slurm 24.11 version, so a site repository
+    (tests/lab/site_slurm_repo.sh) re-versions the same packages (24.11.5-4+deb13u1 -> ...+cf1), as a site's own build
+    would; common_os_package_repositories points every Slurm host at it. Same major: nothing to convert in the
+    database (the conversion path cannot be exercised here; docs/upgrades.md)."""
+    proc = subprocess.run([os.path.join(ROOT, "tests", "lab", "site_slurm_repo.sh"), "head01", SITE_SLURM_SUFFIX,
+                           "head01", "gpu01", "gpu02"], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    target = proc.stdout.split()[-1]
+    assert target.endswith(SITE_SLURM_SUFFIX), proc.stdout
+    repo = tmp_path / "site_slurm.yml"
+    repo.write_text(
+        "common_os_package_repositories:\n"
+        "  - name: site-slurm\n"
+        "    uris: [\"file:/srv/cf-lustre-shared/cf-site-slurm\"]\n"
+        "    suites: [\"./\"]\n"
+        "    trusted: true\n"
+        "    pin_packages: [slurmctld, slurmdbd, slurmd, slurm-client, slurm-wlm-basic-plugins, slurm-wlm-mysql-plugin]\n")
+    rc, out = site("-e", "@%s" % repo, "--tags", "common_os::install")
+    assert rc == 0, out
+    rc, job = slurm("sbatch", "--parsable", "--job-name=cf-e2e-upgrade", "--nodelist=gpu01", "--gres=gpu:1",
+                    "--time=10", "--wrap", "sleep 150")
+    assert rc == 0, job
+    job = job.strip()
+    assert wait_for_job(job, ("RUNNING",), 60) == "RUNNING"
+    before, saved = daemon_starts(), backups()
+    rc, out = slurm_upgrade("-e", "slurm_upgrade_version=%s" % target, "-e", '{"slurm_upgrade_slurmd_batch_size": 1}')
+    assert rc == 0, out
+    after = daemon_starts()
+    for key in before:
+        assert after[key] != before[key], "%s was not restarted by the upgrade" % (key,)
+    # SchedMD's order, as systemd saw it: slurmdbd, then slurmctld, then the slurmds one at a time.
+    stamps = {}
+    for key in after:
+        rc, epoch = podman_exec(key[0], "sh", "-c", "date -d \"$(systemctl show %s --property=ActiveEnterTimestamp "
+                                "--value)\" +%%s" % key[1])
+        stamps[key] = int(epoch)
+    assert stamps[("head01", "slurmdbd")] <= stamps[("head01", "slurmctld")] <= \
+        min(stamps[("gpu01", "slurmd")], stamps[("gpu02", "slurmd")]), stamps
+    for host, pkgs in (("head01", ("slurmdbd", "slurmctld", "slurm-client")), ("gpu01", ("slurmd", "slurm-client")),
+                       ("gpu02", ("slurmd", "slurm-client"))):
+        for pkg in pkgs:
+            rc, ver = podman_exec(host, "dpkg-query", "-W", "-f=${Version}", pkg)
+            assert ver == target, (host, pkg, ver)
+    # The backups: one new directory with the accounting database dump and StateSaveLocation.
+    new = [b for b in backups() if b not in saved]
+    assert len(new) == 1, backups()
+    rc, listing = podman_exec("head01", "sh", "-c", "cd %s && ls -1 && zcat *.sql.gz | grep -c 'CREATE TABLE' && "
+                              "tar -tzf statesave.tar.gz | grep -c job_state" % new[0])
+    assert rc == 0, listing
+    assert "manifest.json" in listing and "statesave.tar.gz" in listing, listing
+    # The job that ran through the upgrade completed; SlurmdTimeout is back; the nodes are in service.
+    assert wait_for_job(job, ("COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL"), 240) == "COMPLETED"
+    rc, conf = slurm("scontrol", "show", "config")
+    assert re.search(r"(?m)^SlurmdTimeout\s+=\s+300 sec", conf), conf
+    states = settled_node_states({"gpu01": ("idle", "none"), "gpu02": ("idle", "none")})
+    assert all(s == "idle" for s, r in states.values()), states
+    # A second run at the same version has nothing to do.
+    starts = daemon_starts()
+    rc, out = slurm_upgrade("-e", "slurm_upgrade_version=%s" % target)
+    assert rc == 0, out
+    assert daemon_starts() == starts, "a re-run at the target version restarted a daemon"
+
+
+# ---------------------------------------------------------------------------------- rolling reconfigure: a reboot
+# Last in the file: the reboot leaves gpu02 at the lab's own tunings (690 W, locked clocks), while the rolling tests
+# above leave both nodes at a rolled power limit that the validation tests read from gpu01 for both nodes.
+
+def podman_inspect(host, fmt):
+    proc = subprocess.run(["podman", "inspect", "--type", "container", "--format", fmt, host], env=ENV,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def gpu_query(host, field):
+    rc, out = podman_exec(host, "nvidia-smi", "--query-gpu=" + field, "--format=csv,noheader,nounits")
+    assert rc == 0, out
+    return [v.strip() for v in out.splitlines() if v.strip()]
+
+
+class StampedMonitor(Monitor):
+    """Monitor that keeps the time of each snapshot: (time, {node: (compact state, reason)})."""
+
+    def loop(self):
+        while not self.stop.is_set():
+            try:
+                self.snapshots.append((time.time(), node_states()))
+            except AssertionError:
+                pass
+            self.stop.wait(1)
+
+
+def test_rolling_reboot_goes_through_slurm_and_the_node_returns_with_gpus_and_tunings(converged, tmp_path):
+    """A change on gpu02 with the package manager's reboot marker and rolling_reboot_ok: Slurm reboots the node
+    (scontrol reboot ASAP nextstate=RESUME, RebootProgram = a container restart in the lab: /run is emptied, the
+    emulated GPUs lose their clocks and power limit, the boot units run again), after the job running on it
+    completed, and gpu02 comes back in service with its GPUs and the tunings re-applied by gpu_tuning's boot unit."""
+    states = settled_node_states({"gpu02": ("idle", "none")})
+    assert states["gpu02"] == ("idle", "none"), states
+    gres_before = slurm("sinfo", "-h", "-N", "-n", "gpu02", "-o", "%G")[1].strip()
+    assert gres_before.startswith("gpu:"), gres_before
+    started_before = podman_inspect("gpu02", "{{.State.StartedAt}}")
+    boot_id_before = podman_exec("gpu02", "cat", "/proc/sys/kernel/random/boot_id")[1].strip()
+    # Drift on gpu02, so that the plan rolls it whatever an earlier test left (the change is the lab's own 690 W).
+    rc, out = podman_exec("gpu02", "nvidia-smi", "-pl", "600")
+    assert rc == 0, out
+
+    rc, out = slurm("sbatch", "--parsable", "-w", "gpu02", "-J", "cf-roll-reboot-job", "--time=5", "--wrap", "sleep 60")
+    assert rc == 0, out
+    job = out.strip().split(";")[0]
+    assert wait_for_job(job, ("RUNNING",), 60) == "RUNNING"
+    rc, out = podman_exec("gpu02", "touch", "/run/reboot-required")
+    assert rc == 0, out
+
+    extra = json.dumps({"rolling_nodes": "gpu02", "rolling_reboot_ok": True, "rolling_reboot_timeout_seconds": 600})
+    with StampedMonitor() as mon:
+        rc, out = roll(tmp_path, 690, "-e", extra)
+    assert rc == 0, out
+    flat = " ".join(out.split())
+    # (the YAML callback may quote the report line and double the quotes inside it)
+    run_id = re.search(r"run id: (\S+) \(drain reason '*cf-roll:", flat).group(1)
+    reason = "cf-roll:" + run_id
+    assert "nodes to roll: gpu02" in flat, out
+    # the plan said it, the apply phase did it
+    assert re.search(r"would reboot through Slurm \(scontrol reboot ASAP nextstate=RESUME\): gpu02 "
+                     r"\(/run/reboot-required\)", flat), out
+    assert "gpu02 rebooted through Slurm (/run/reboot-required)" in flat, out
+
+    # The job that ran when the roll started completed: the reboot waited for it (a reboot under it would have
+    # ended it NODE_FAIL or requeued it).
+    assert wait_for_job(job, ("COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT", "REQUEUED", "PENDING")) \
+        == "COMPLETED"
+
+    # The reboot went through Slurm: Slurm annotates the reason of a node it reboots (" : reboot issued"). The
+    # monitor polls every second; Slurm's accounting keeps the node event with that reason for good.
+    rebooting = reason + " : reboot issued"
+    issued_at = [t for t, snap in mon.snapshots if snap.get("gpu02", ("", ""))[1] == rebooting]
+    events = []
+    deadline = time.time() + 60
+    while not issued_at and not events and time.time() < deadline:
+        rc, listing = slurm("sacctmgr", "-n", "-P", "show", "event", "Nodes=gpu02", "Start=now-1days",
+                            "Format=NodeName,Reason")
+        events = [line for line in listing.splitlines() if line == "gpu02|" + rebooting]
+        if not events:
+            time.sleep(2)
+    assert issued_at or events, "Slurm never showed gpu02 with the reason %r: %s" % (
+        rebooting, sorted({snap.get("gpu02") for t, snap in mon.snapshots}))
+    # Seen draining (its job still running) only before Slurm issued the reboot.
+    draining_at = [t for t, snap in mon.snapshots if snap.get("gpu02", ("", ""))[0].rstrip("*") == "drng"]
+    assert not (draining_at and issued_at) or max(draining_at) < min(issued_at), "gpu02 rebooted under its job"
+
+    # gpu02 really restarted (a container shares its host's kernel: the lab's reboot restarts the container, and the
+    # kernel's boot id, the host's, is the same before and after).
+    started_after = podman_inspect("gpu02", "{{.State.StartedAt}}")
+    assert started_after != started_before, (started_before, started_after)
+    boot_id_after = podman_exec("gpu02", "cat", "/proc/sys/kernel/random/boot_id")[1].strip()
+    print("gpu02 boot id %s -> %s, started %s -> %s" % (boot_id_before, boot_id_after, started_before, started_after))
+    rc, out = podman_exec("gpu02", "test", "-e", "/run/reboot-required")
+    assert rc != 0, "/run/reboot-required survived the reboot"
+
+    # Back in service: idle, no reason (nextstate=RESUME, and the roll left no drain), its GPUs schedulable.
+    states = settled_node_states({"gpu02": ("idle", "none")})
+    assert states["gpu02"] == ("idle", "none"), states
+    assert slurm("sinfo", "-h", "-N", "-n", "gpu02", "-o", "%G")[1].strip() == gres_before
+    rc, out = podman_exec("gpu02", "sh", "-c", "ls /dev/nvidia[0-9]*")
+    assert rc == 0 and len(out.split()) == 8, out
+    rc, out = slurm("srun", "-w", "gpu02", "--gres=gpu:8", "--time=1", "--immediate=60", "hostname")
+    assert rc == 0 and out.split() == ["gpu02"], out
+    # The tunings are back: the reboot emptied the emulator's volatile settings (700 W, unlocked clocks) and the
+    # gpu_tuning boot unit applied the lab's (inventories/lab/group_vars/gpu_nodes/lab_gpu_tuning.yml) again.
+    assert power_limits("gpu02") == [690.0]
+    assert gpu_query("gpu02", "clocks.sm") == ["1980"] * 8

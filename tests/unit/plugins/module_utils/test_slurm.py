@@ -20,6 +20,18 @@ def read(name):
 
 # ------------------------------------------------------------------------------------------- scontrol show node
 
+def test_slurm_24_11_layout_keeps_the_reason_after_its_line_of_spaces():
+    # Recorded from Slurm 24.11.5: "   " inside each node, before Reason= (the node that has one).
+    text = read("scontrol-show-node-24.11-2-nodes-drain.txt")
+    assert "\n   \n   Reason=" in text
+    nodes = parse_scontrol_nodes(text)
+    assert [n.get("NodeName") for n in nodes] == ["gpu01", "gpu02"]
+    assert "Reason" not in nodes[0]
+    assert nodes[1]["State"] == "IDLE+DRAIN"
+    assert nodes[1]["Version"] == "24.11.5"
+    assert split_reason(nodes[1]["Reason"]) == ("cf-roll:20261124T200156Z", "root", "2026-11-24T20:01:57")
+
+
 def test_multi_node_output_split_and_all_keys_kept():
     nodes = parse_scontrol_nodes(read("scontrol-show-node-3-nodes-drain-reasons.txt"))
     assert [n["NodeName"] for n in nodes] == ["gpu01", "gpu02", "gpu03"]

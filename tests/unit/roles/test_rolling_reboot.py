@@ -1,0 +1,304 @@
+"""A reboot in a rolling change goes through Slurm (roles/rolling/tasks/apply.yml), and this run's drain is
+recognised by its whole reason, with or without the notes Slurm appends while it reboots a node.
+
+The role's own expressions (read from its task and vars files) are evaluated with Ansible's templar against node
+records that slurm_node_info's parser makes from `scontrol show node` text, state by state of a Slurm reboot."""
+
+import os
+import re
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import parse_scontrol_nodes
+from ansible_collections.clusterforge.gpu.plugins.modules import slurm_node_info
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLE = os.path.join(ROOT, "roles", "rolling")
+REASON = "cf-roll:20261125T100000Z"
+
+
+def _yaml(*parts):
+    with open(os.path.join(*parts)) as f:
+        return yaml.safe_load(f)
+
+
+def _tasks(tasks):
+    """Every task of a task list, blocks flattened, in order."""
+    for task in tasks or []:
+        yield task
+        for key in ("block", "rescue", "always"):
+            yield from _tasks(task.get(key))
+
+
+def _task(phase, name):
+    (task,) = [t for t in _tasks(_yaml(ROLE, "tasks", phase + ".yml")) if t.get("name") == name]
+    return task
+
+
+def _trusted(value):
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {k: _trusted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_trusted(v) for v in value]
+    return value
+
+
+def templar(**extra):
+    variables = _trusted(_yaml(ROLE, "vars", "main.yml"))
+    variables.update(_trusted(_yaml(ROLE, "defaults", "main.yml")))
+    variables.update(__rolling_reason=REASON, inventory_hostname="gpu02", ansible_check_mode=False,
+                     groups={"slurm_controller": ["head01"]}, rolling_reboot_ok=True)
+    variables.update(extra)
+    return Templar(loader=DataLoader(), variables=variables)
+
+
+def true(tmpl, expression):
+    return tmpl.evaluate_conditional(trust_as_template(expression))
+
+
+def render(tmpl, text):
+    return tmpl.template(trust_as_template(text))
+
+
+def node(state, reason=None):
+    """One entry of slurm_node_info's `nodes`, from the `scontrol show node` text of gpu02 in that state."""
+    text = ("NodeName=gpu02 Arch=x86_64 CoresPerSocket=48\n   CPUAlloc=0 CPUEfctv=192 CPUTot=192\n"
+            "   Gres=gpu:h100:8(S:0-1)\n   State=%s ThreadsPerCore=2 TmpDisk=0 Weight=1\n   Partitions=gpu\n" % state)
+    if reason:
+        text += "   Reason=%s [slurm@2026-11-25T10:00:00]\n" % reason
+    (record,) = parse_scontrol_nodes(text)
+    return slurm_node_info.describe(record, "cf-roll:")
+
+
+# ------------------------------------------------------------------------------------------------ the reboot task
+
+def test_the_reboot_goes_through_slurm_on_the_controller_and_never_through_ansible():
+    task = _task("apply", "Ask Slurm to reboot the node and resume it once slurmd registers (RebootProgram, "
+                          "HealthCheckProgram)")
+    assert task["ansible.builtin.command"]["argv"] == [
+        "scontrol", "reboot", "ASAP", "nextstate=RESUME", "reason={{ __rolling_reason }}", "{{ inventory_hostname }}"]
+    assert task["delegate_to"] == "{{ __rolling_ctl }}"
+    for name in os.listdir(os.path.join(ROLE, "tasks")):
+        for t in _tasks(_yaml(ROLE, "tasks", name)):
+            assert not {"ansible.builtin.reboot", "reboot", "ansible.legacy.reboot"} & set(t), (name, t["name"])
+    # the roles of the change never reboot by themselves inside a roll
+    include = _task("apply", "Apply each role of the change")
+    assert include["vars"] == {"common_os_reboot_ok": False, "nvidia_driver_reboot_ok": False}
+
+
+def test_check_mode_reboots_nothing_and_says_what_would_reboot():
+    apply = _yaml(ROLE, "tasks", "apply.yml")
+    (block,) = [t for t in apply if t.get("name") == "Reboot through Slurm"]
+    assert block["when"] == "__rolling_reboot_why | length > 0 and not ansible_check_mode"
+    say = _task("apply", "Say that the node would reboot through Slurm (check mode reboots nothing)")
+    assert "ansible_check_mode" in say["when"]
+    tmpl = templar(__rolling_reboot_why=["/run/reboot-required"])
+    msg = " ".join(render(tmpl, say["ansible.builtin.debug"]["msg"]).split())
+    assert msg == ("gpu02 would reboot through Slurm (/run/reboot-required): scontrol reboot ASAP nextstate=RESUME "
+                   "reason=%s gpu02" % REASON)
+
+
+def test_a_needed_reboot_is_refused_unless_rolling_reboot_ok_is_true():
+    task = _task("apply", "A needed reboot that is not allowed stops the roll here")
+    assert task["when"] == "__rolling_reboot_why | length > 0 and rolling_reboot_ok is not true"
+    why = _task("apply", "Decide whether the change needs a reboot, and why")["ansible.builtin.set_fact"]
+    tmpl = templar(__rolling_reboot_marker={"stat": {"exists": True}}, nvidia_driver_reboot_required=True)
+    assert render(tmpl, why["__rolling_reboot_why"]) == ["NVIDIA driver (nvidia_driver_reboot_required)",
+                                                         "/run/reboot-required"]
+    tmpl = templar(__rolling_reboot_marker={"stat": {"exists": False}})
+    assert render(tmpl, why["__rolling_reboot_why"]) == []
+    for ok, stops in ((False, True), (True, False), ("true", True)):
+        assert true(templar(__rolling_reboot_why=["x"], rolling_reboot_ok=ok), task["when"]) is stops
+
+
+# ------------------------------------------------------------------------------------------------- ownership
+
+@pytest.mark.parametrize("reason, ours", [
+    (REASON, True),
+    (REASON + " : reboot issued", True),
+    (REASON + " : reboot complete", True),
+    (REASON + " : reboot timed out", True),
+    (REASON + "2", False),                              # another run whose id starts with this one's
+    (REASON + " FAILED gate: x", False),                 # this run's failure: the hold's, never resumed
+    (REASON + " : reboot issued please", False),
+    ("cf-roll:20261125T100000Zx : reboot issued", False),
+    ("cf-roll:other", False),
+    ("admin: psu", False),
+    ("Reboot ASAP : reboot issued", False),
+    (None, False),
+])
+def test_this_runs_drain_is_its_whole_reason_with_or_without_slurms_reboot_notes(reason, ours):
+    assert true(templar(r=reason), "r | default('', true) is match(__rolling_reason_re)") is ours
+
+
+def test_a_run_id_with_regex_characters_is_matched_literally():
+    tmpl = templar(__rolling_reason="cf-roll:a.b")
+    assert true(templar(__rolling_reason="cf-roll:a.b", r="cf-roll:a.b : reboot issued"),
+                "r is match(__rolling_reason_re)")
+    assert not true(templar(__rolling_reason="cf-roll:a.b", r="cf-roll:aXb"), "r is match(__rolling_reason_re)")
+    assert render(tmpl, "{{ __rolling_reason_re }}") == "^" + re.escape("cf-roll:a.b") + \
+        "( : reboot (issued|complete|timed out))*$"
+
+
+# ------------------------------------------------------------------------------- waiting for Slurm's reboot
+
+WAIT = "Wait until Slurm has rebooted the node and slurmd has registered again"
+BACK = "Slurm rebooted the node and slurmd registered again"
+GIVE_BACK = "Give the node back to whoever drained it during the reboot"
+
+
+def _wait(state, reason=None):
+    tmpl = templar(__rolling_reboot_wait={"nodes": [node(state, reason)]})
+    done = true(tmpl, _task("apply", WAIT)["until"])
+    taken_over = all(true(tmpl, cond) for cond in _task("apply", GIVE_BACK)["when"])
+    back = _task("apply", BACK)["ansible.builtin.assert"]
+    ok = all(true(tmpl, cond) for cond in back["that"])
+    return done, taken_over, ok, " ".join(render(tmpl, back["fail_msg"]).split())
+
+
+def test_the_wait_goes_on_while_slurm_has_the_reboot_pending_or_issued():
+    for state, reason in (("IDLE+DRAIN+REBOOT_REQUESTED", REASON),
+                          ("DOWN+DRAIN+REBOOT_ISSUED", REASON + " : reboot issued"),
+                          ("DOWN+DRAIN+REBOOT_ISSUED+NOT_RESPONDING", REASON + " : reboot issued"),
+                          ("DOWN+REBOOT_ISSUED", REASON + " : reboot issued")):
+        done, taken_over, ok, msg = _wait(state, reason)
+        assert (done, taken_over, ok) == (False, False, False), state
+        assert "not back from the Slurm reboot within 1800 s (state %s, reason %s" % (state, reason) in msg
+        assert "slurmd needs -b" in msg
+
+
+def test_the_node_is_back_when_slurm_resumed_it():
+    assert _wait("IDLE")[:3] == (True, False, True)
+    # a Slurm that kept the drain (and its note) still gives the node back to this run
+    assert _wait("IDLE+DRAIN", REASON + " : reboot issued")[:3] == (True, False, True)
+
+
+def test_slurm_giving_up_or_refusing_the_registration_ends_the_wait_and_fails():
+    done, taken_over, ok, msg = _wait("DOWN", REASON + " : reboot timed out")
+    assert (done, taken_over, ok) == (True, False, False)
+    assert msg.startswith("gpu02: Slurm gave up on the reboot (state DOWN, reason %s : reboot timed out)" % REASON)
+    done, taken_over, ok, msg = _wait("IDLE+DRAIN+REBOOT_ISSUED+INVALID_REG",
+                                      "gres/gpu count reported lower than configured (7 < 8)")
+    assert done and not ok
+    done, taken_over, ok, msg = _wait("DOWN+DRAIN+REBOOT_ISSUED+INVALID_REG", REASON + " : reboot issued")
+    assert (done, taken_over, ok) == (True, False, False)
+    assert "registered after the reboot with a configuration Slurm refuses" in msg
+
+
+def test_a_drain_by_someone_else_during_the_reboot_ends_the_wait_and_is_given_back():
+    for reason in ("admin: psu", "admin: psu : reboot issued", REASON + "2", "cf-health: 7 GPUs"):
+        done, taken_over, ok, dummy = _wait("DOWN+DRAIN+REBOOT_ISSUED", reason)
+        assert (done, taken_over, ok) == (True, True, False), reason
+    tmpl = templar(__rolling_reboot_wait={"nodes": [node("DOWN+DRAIN+REBOOT_ISSUED", "admin: psu : reboot issued")]})
+    their = _task("apply", GIVE_BACK)["vars"]["__rolling_their_reason"]
+    assert render(tmpl, their) == "admin: psu"
+    redrain = _task("apply", "Drain the node again with their reason where Slurm's resume cleared it")
+    assert redrain["clusterforge.gpu.slurm_node"]["reason"] == redrain["clusterforge.gpu.slurm_node"]["reason_prefix"]
+    assert "adopt" not in redrain["clusterforge.gpu.slurm_node"]
+
+
+def test_a_gate_that_loads_the_gpus_gets_the_node_drained_again_after_the_reboot():
+    task = _task("apply", "Drain the node again before a gate that loads its GPUs (jobs started since Slurm resumed "
+                          "it finish)")
+    args = task["clusterforge.gpu.slurm_node"]
+    assert args["state"] == "drained" and args["reason"] == "{{ __rolling_reason }}" and args["wait"] is True
+    for level, nccl, drains in ((1, False, False), (2, False, True), (1, True, True), (4, True, True)):
+        tmpl = templar(rolling_health_dcgm_level=level, rolling_health_nccl_test=nccl)
+        assert true(tmpl, task["when"]) is drains
+
+
+# ---------------------------------------------------------------------------------------------------- resume
+
+def _resume(state, reason=None):
+    facts = _task("resume", "Note whether the drain on the node is this run's")["ansible.builtin.set_fact"]
+    tmpl = templar(__rolling_resume_node={"nodes": [node(state, reason)]})
+    return render(tmpl, facts["__rolling_resume_ours"]), render(tmpl, facts["__rolling_resume_theirs"])
+
+
+def test_resume_resumes_only_this_runs_drain_and_leaves_a_node_slurm_resumed_alone():
+    assert _resume("IDLE+DRAIN", REASON) == (True, False)
+    assert _resume("IDLE+DRAIN", REASON + " : reboot issued") == (True, False)
+    assert _resume("IDLE") == (False, False)                     # Slurm resumed it after the reboot
+    assert _resume("IDLE+DRAIN", REASON + "2") == (False, True)
+    assert _resume("IDLE+DRAIN", "admin: fan") == (False, True)
+    resume = _task("resume", "Resume the node if its reason is still this run's")
+    assert resume["when"] == "__rolling_resume_ours | bool"
+    assert resume["clusterforge.gpu.slurm_node"]["reason_prefix"] == "{{ __rolling_reason }}"
+
+
+# ------------------------------------------------------------------------------------------------------ plan
+
+def test_the_plan_names_the_nodes_that_would_reboot_and_why():
+    read = _task("plan", "Plan | read the result of the check-mode run (ansible.posix.json callback)")
+    facts_expr = read["ansible.builtin.set_fact"]["__rolling_plan_reboot_facts"]
+    plan_json = {"plays": [{"tasks": [
+        {"task": {"name": "Work out whether the running kernel lacks any of the parameters"},
+         "hosts": {"gpu01": {"ansible_facts": {"common_os_reboot_required": False}},
+                   "gpu03": {"ansible_facts": {"common_os_reboot_required": True}}}},
+        {"task": {"name": "Note whether a reboot is needed"},
+         "hosts": {"gpu01": {"ansible_facts": {"nvidia_driver_reboot_required": True, "other": 1}}}},
+    ]}]}
+    facts = render(templar(__rolling_plan_json=plan_json), facts_expr)
+    assert facts == {"gpu01": {"common_os_reboot_required": False, "nvidia_driver_reboot_required": True},
+                     "gpu03": {"common_os_reboot_required": True}}
+
+    would = _task("plan", "Plan | the nodes that would reboot, and why")["ansible.builtin.set_fact"]
+    markers = {"results": [{"item": "gpu01", "stat": {"exists": False}},
+                           {"item": "gpu02", "stat": {"exists": True}},
+                           {"item": "gpu04", "stat": {"exists": False}}]}
+    tmpl = templar(__rolling_plan_markers=markers, __rolling_plan_reboot_facts=facts)
+    would_reboot = render(tmpl, would["__rolling_would_reboot"])
+    assert would_reboot == {"gpu01": ["nvidia_driver_reboot_required"], "gpu02": ["/run/reboot-required"]}
+
+    lines = _task("plan", "Plan | report")["ansible.builtin.debug"]["msg"]
+    (report,) = [line for line in lines if "would reboot" in line]
+    line = " ".join(render(templar(__rolling_would_reboot=would_reboot), report).split())
+    assert line == ("would reboot through Slurm (scontrol reboot ASAP nextstate=RESUME): "
+                    "gpu01 (nvidia_driver_reboot_required), gpu02 (/run/reboot-required)")
+    line = " ".join(render(templar(__rolling_would_reboot={}, rolling_reboot_ok=False), report).split())
+    assert line.startswith("need a reboot, which rolling_reboot_ok false does not allow") and line.endswith(": none")
+
+
+def test_a_controller_that_does_not_answer_is_named():
+    tmpl = templar(__rolling_reboot_wait={"failed": True, "msg": "scontrol: Unable to contact slurm controller"})
+    assert not true(tmpl, _task("apply", WAIT)["until"])
+    back = _task("apply", BACK)["ansible.builtin.assert"]
+    assert not true(tmpl, back["that"][0])
+    msg = " ".join(render(tmpl, back["fail_msg"]).split())
+    assert msg == "gpu02: the controller did not answer: scontrol: Unable to contact slurm controller"
+
+
+# ------------------------------------------------------------------------------------------ did it reboot?
+
+def _b64(text):
+    import base64
+    return base64.b64encode(text.encode()).decode()
+
+
+@pytest.mark.parametrize("boot_after, marker_after, rebooted", [
+    ("2222", False, True),    # a machine of its own: new boot id, /run emptied
+    ("1111", False, True),    # a container (the lab): the host's boot id, /run emptied
+    ("2222", True, True),
+    ("1111", True, False),    # Slurm says back, but nothing rebooted
+])
+def test_the_node_has_rebooted_when_its_boot_id_changed_or_run_was_emptied(boot_after, marker_after, rebooted):
+    check = _task("apply", "The node has really rebooted (a new boot id, or /run emptied)")["ansible.builtin.assert"]
+    tmpl = templar(__rolling_boot_id_before={"content": _b64("1111\n")},
+                   __rolling_boot_id_after={"content": _b64(boot_after + "\n")},
+                   __rolling_boot_marker_after={"stat": {"exists": marker_after}})
+    assert true(tmpl, check["that"]) is rebooted
+    if not rebooted:
+        assert " ".join(render(tmpl, check["fail_msg"]).split()) == (
+            "Slurm shows gpu02 back, but it has not rebooted: boot id 1111 unchanged and "
+            "/run/clusterforge-rolling.boot still there")
+    say = _task("apply", "Say that the node rebooted through Slurm")["ansible.builtin.debug"]["msg"]
+    tmpl.available_variables = dict(tmpl.available_variables, __rolling_reboot_why=["/run/reboot-required"],
+                                    __rolling_boot_state={"stdout": "running\n"},
+                                    __rolling_reboot_wait={"nodes": [node("IDLE")]})
+    assert " ".join(render(tmpl, say).split()).startswith(
+        "gpu02 rebooted through Slurm (/run/reboot-required): boot id 1111 -> %s" % boot_after)
