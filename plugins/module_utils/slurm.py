@@ -53,8 +53,8 @@ def parse_scontrol_nodes(text):
 
     Every ``Key=value`` is kept as a string, as printed. Free-text values with spaces (``OS=Linux 5.15 ...``,
     ``Reason=cf-roll: kernel [root@2024-05-01T10:00:00]``, ``Comment=...``) are kept whole. Nodes are split on
-    ``NodeName=`` lines and empty lines (a line of spaces only, which Slurm 24.11 prints inside a node, is skipped). ``Node X not found`` lines and other text are ignored
-    (see :func:`parse_not_found`).
+    ``NodeName=`` lines and empty lines (a line of spaces only, which Slurm 24.11 prints inside a node, is skipped).
+    ``Node X not found`` lines and other text are ignored (see :func:`parse_not_found`).
     """
     nodes = []
     current = None

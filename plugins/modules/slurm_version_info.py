@@ -52,7 +52,7 @@ options:
   daemons:
     description:
       - Slurm programs to run with C(-V) (V(slurmdbd), V(slurmctld), V(slurmd), V(sinfo)). One that is not found on
-        E(PATH) or in the sbin directories is reported with RV(daemons.found=false).
+        E(PATH) or in the sbin directories is reported with V(false) in its C(found) (RV(daemons)).
     type: list
     elements: str
     default: []
