@@ -46,8 +46,9 @@ image() {
   rm -rf "$dir"; mkdir -p "$dir"
   log "debootstrap $SUITE into $dir (about a minute)"
   debootstrap --variant=minbase \
-    --include=systemd,systemd-sysv,python3,python3-apt,iproute2,sudo,procps,ca-certificates,gnupg,kmod,iputils-ping,less \
+    --include=systemd,systemd-sysv,python3,python3-apt,iproute2,sudo,procps,ca-certificates,gnupg,kmod,iputils-ping,less,e2fsprogs \
     "$SUITE" "$dir" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 || { tail -20 "$CACHE/debootstrap.log"; exit 1; }
+  # e2fsprogs is in every server install, but no longer Priority: required in Debian 13, so minbase leaves it out.
   # A container image, not a machine: no machine-id baked in, no getty, apt keeps lists small.
   : >"$dir/etc/machine-id"
   rm -f "$dir/var/lib/dbus/machine-id"
