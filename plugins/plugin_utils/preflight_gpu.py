@@ -781,6 +781,15 @@ def _dcgm_errors(inv, host):
             str(mode).strip().lower() not in HEALTHCHECK_DCGM_MODES:
         errors.append("%s: slurm_compute_healthcheck_dcgm: must be auto, true or false (dcgmi health -c in the node "
                       "health check), got %r" % (host, mode))
+    level = _set(inv, host, "slurm_compute_healthcheck_dcgm_diag_level")
+    if level not in (MISSING, None) and (isinstance(level, bool) or str(level).strip() not in ("0", "1")):
+        errors.append("%s: slurm_compute_healthcheck_dcgm_diag_level: must be 0 (off) or 1 (dcgmi diag -r 1, "
+                      "seconds); levels 2 and above take minutes and slurmd kills the health check at 60 s: run them "
+                      "on drained nodes, got %r" % (host, level))
+    elif level not in (MISSING, None) and str(level).strip() == "1" and mode is not MISSING and \
+            str(mode).strip().lower() in ("false", "off", "no"):
+        errors.append("%s: slurm_compute_healthcheck_dcgm_diag_level: 1 needs DCGM in the health check "
+                      "(slurm_compute_healthcheck_dcgm auto or true, got false)" % host)
     watches = _set(inv, host, "slurm_compute_healthcheck_dcgm_watches")
     if watches not in (MISSING, None):
         errors.extend(_watch_errors(host, "slurm_compute_healthcheck_dcgm_watches", watches, allow_empty=True))

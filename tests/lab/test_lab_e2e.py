@@ -501,7 +501,8 @@ def test_the_lab_runs_slurm_24_11_with_accounting(converged):
 def test_the_health_check_runs_well_inside_slurms_60_s_limit(converged):
     """slurmd kills HealthCheckProgram after 60 s, and runs it before the node registers. Run it on each GPU node as
     slurmd does (no arguments, only SLURMD_NODENAME in the environment), with DCGM installed (the lab's emulated dcgmi:
-    its `dcgmi health -c` answers at once, so this measures our program, not a real DCGM), and time it."""
+    its `dcgmi health -c` answers at once, so this measures our program, not a real DCGM), and time it; then again with
+    DCGM's level 1 diagnostic switched on."""
     for host in ("gpu01", "gpu02"):
         start = time.time()
         rc, out = podman_exec(host, "env", "-i", "SLURMD_NODENAME=" + host, "/usr/libexec/clusterforge/slurm-healthcheck")
@@ -510,6 +511,26 @@ def test_the_health_check_runs_well_inside_slurms_60_s_limit(converged):
         m = re.search(r"(?m)^cf-health: %s: healthy; .*; ([0-9.]+) s of a 40 s budget$" % host, out)
         assert m, out
         print("health check on %s: %.2f s (its own measure), %.2f s with podman exec" % (host, float(m.group(1)), wall))
+        assert float(m.group(1)) < 30 and wall < 30, (host, m.group(1), wall)
+    # With DCGM's level 1 diagnostic (slurm_compute_healthcheck_dcgm_diag_level: 1): the node's own configuration
+    # with that one value changed, run the same way; --timing shows that the diagnostic ran.
+    for host in ("gpu01", "gpu02"):
+        rc, out = podman_exec(host, "python3", "-c",
+                              "import json; c = json.load(open('/etc/slurm/clusterforge-healthcheck.json')); "
+                              "c['dcgm_diag_level'] = 1; json.dump(c, open('/tmp/cf-hc-diag1.json', 'w'))")
+        assert rc == 0, out
+        start = time.time()
+        rc, out = podman_exec(host, "env", "-i", "SLURMD_NODENAME=" + host, "/usr/libexec/clusterforge/slurm-healthcheck",
+                              "--config", "/tmp/cf-hc-diag1.json", "--timing")
+        wall = time.time() - start
+        assert rc == 0, out
+        m = re.search(r"(?m)^cf-health: %s: healthy; .*; ([0-9.]+) s of a 40 s budget$" % host, out)
+        assert m, out
+        timing = json.loads(out.strip().splitlines()[-1])
+        diag = [c for c in timing["commands"] if c["command"].startswith("dcgmi diag -r 1")]
+        assert len(diag) == 1 and diag[0]["outcome"] == "rc 0", timing
+        print("health check with dcgmi diag -r 1 on %s: %.2f s (its own measure; diag %.2f s), %.2f s with podman exec"
+              % (host, float(m.group(1)), diag[0]["elapsed_seconds"], wall))
         assert float(m.group(1)) < 30 and wall < 30, (host, m.group(1), wall)
 
 

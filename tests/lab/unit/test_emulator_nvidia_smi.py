@@ -138,6 +138,15 @@ def test_unknown_field_gives_the_real_error(emu):
     assert out.startswith('Field "cuda_version" is not a valid field to query.')
 
 
+def test_compute_apps_query_lists_no_process(emu):
+    """An emulated GPU runs no process: the header only (the health check's GPU-in-use test reads no pid)."""
+    assert emu.ok("--query-compute-apps=pid", "--format=csv,noheader") == ""
+    assert emu.ok("--query-compute-apps=pid,used_memory", "--format=csv") == "pid, used_gpu_memory [MiB]\n"
+    assert emu("--query-compute-apps=pid")[0] == 2  # no --format
+    rc, out, _err = emu("--query-compute-apps=pid,sm_clock", "--format=csv")
+    assert rc == 2 and out.startswith('Field "sm_clock" is not a valid field to query.')
+
+
 def test_bad_arguments(emu):
     assert emu("--query-gpu=index")[0] == 2  # no --format
     assert emu("--bogus")[0] == 2

@@ -26,12 +26,14 @@ TEMPLATE = os.path.join(ROLE, "templates", "usr", "libexec", "clusterforge", "sl
 EPILOG = os.path.join(ROLE, "templates", "etc", "slurm", "epilog.d", "90-cf-healthcheck.j2")
 UNIT = os.path.join(ROLE, "templates", "etc", "systemd", "system", "clusterforge-healthcheck.service.j2")
 HC_PATH = "/usr/libexec/clusterforge/slurm-healthcheck"
+DCGMI_EMULATOR = os.path.join(ROOT, "tests", "lab", "emulators", "dcgmi")
 # Slurm's client commands: Slurm's prolog/epilog guide says prolog and epilog scripts must call none of them.
 SLURM_COMMANDS = re.compile(r"\b(scontrol|sinfo|squeue|srun|sbatch|salloc|scancel|sacct|sacctmgr|sstat|sprio|sshare|"
                             r"sreport|sdiag|strigger|sbcast|sattach|scrontab)\b")
 
 FAKE = """#!/bin/sh
-# fake {name}: logs its arguments, prints $FAKE_DIR/{name}.out (or {name}.<subcommand>.out), exits with {name}.rc;
+# fake {name}: logs its arguments, prints $FAKE_DIR/{name}.out (or {name}.<subcommand>.out: the first argument,
+# "apps" for nvidia-smi's --query-compute-apps), exits with {name}.rc (or {name}.<subcommand>.rc);
 # hangs (a child sleep, its pid in {name}.sleep.pid) when {name}.hang or {name}.<first argument>.hang exists
 echo "$*" >> "$FAKE_DIR/{name}.calls"
 if [ -f "$FAKE_DIR/{name}.hang" ] || [ -f "$FAKE_DIR/{name}.$1.hang" ]; then
@@ -42,8 +44,12 @@ if [ "$1 $2" = "health -s" ]; then : > "$FAKE_DIR/dcgmi.watches"; echo "Health m
 if [ "{name}" = dcgmi ] && [ -f "$FAKE_DIR/dcgmi.needs-watches" ] && [ ! -f "$FAKE_DIR/dcgmi.watches" ]; then
   echo "Error: Health watches not enabled. Please enable watches. "; exit 255
 fi
-[ -f "$FAKE_DIR/{name}.out" ] && cat "$FAKE_DIR/{name}.out"
-exit $(cat "$FAKE_DIR/{name}.rc" 2>/dev/null || echo 0)
+case "$1" in --query-compute-apps*) sub=apps ;; --query-gpu*) sub=gpu ;; *) sub="$1" ;; esac
+out="$FAKE_DIR/{name}.out"; rc="$FAKE_DIR/{name}.rc"
+[ -f "$FAKE_DIR/{name}.$sub.out" ] && out="$FAKE_DIR/{name}.$sub.out"
+[ -f "$FAKE_DIR/{name}.$sub.rc" ] && rc="$FAKE_DIR/{name}.$sub.rc"
+[ -f "$out" ] && cat "$out"
+exit $(cat "$rc" 2>/dev/null || echo 0)
 """
 
 HEALTHY_GPU = "{i}, 0, [N/A], No, 34"
@@ -99,6 +105,25 @@ class Node(object):
 
     def dcgm(self, doc, rc=0):
         self.tool("dcgmi", json.dumps(doc, indent=1) + "\n", rc)
+
+    def sub(self, name, sub, out, rc=0):
+        """Output and exit status of one subcommand of a fake (dcgmi diag, nvidia-smi's compute-apps query)."""
+        (self.dir / ("%s.%s.out" % (name, sub))).write_text(out)
+        (self.dir / ("%s.%s.rc" % (name, sub))).write_text(str(rc))
+
+    def diag(self, fail=None):
+        """`dcgmi diag -r 1 -j` as the lab's DCGM emulator prints it (DCGM 4.x JSON), optionally failing
+        (test, gpu)."""
+        env = dict(os.environ, CLUSTERFORGE_EMU_STATE_DIR=str(self.dir / "emu-state"),
+                   CLUSTERFORGE_EMU_RUN_DIR=str(self.dir / "emu-run"))
+        env.pop("CLUSTERFORGE_EMU_DCGM_GPUS", None)
+        if fail:
+            subprocess.run([sys.executable, DCGMI_EMULATOR, "--emu-fail", fail[0], str(fail[1])], env=env, check=True,
+                           capture_output=True)
+        proc = subprocess.run([sys.executable, DCGMI_EMULATOR, "diag", "-r", "1", "-j"], env=env, check=False,
+                              capture_output=True, text=True)
+        self.sub("dcgmi", "diag", proc.stdout, proc.returncode)
+        return proc
 
     def calls(self, name):
         path = self.dir / (name + ".calls")
@@ -596,3 +621,94 @@ def test_the_unit_drains_a_faulty_node_with_the_checks_own_reason(node):
     assert proc.returncode == 1  # SuccessExitStatus: the check drained the node itself
     assert str(proc.returncode) in service["SuccessExitStatus"].split()
     assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU count 7 < 8"]
+
+
+# --- DCGM level 1 diagnostic (dcgm_diag_level 1) ---
+
+def test_the_diagnostic_is_off_by_default(node):
+    node.dcgm(DCGM_HEALTHY)
+    node.diag(("software", 3))
+    proc = node.run()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert node.calls("dcgmi") == ["health -c -j"]
+    assert not any(c.startswith("--query-compute-apps") for c in node.calls("nvidia-smi"))
+
+
+def test_a_passing_level_1_diagnostic_on_an_idle_node_changes_nothing(node):
+    node.dcgm(DCGM_HEALTHY)
+    assert node.diag().returncode == 0
+    node.sub("nvidia-smi", "apps", "")
+    node.config["dcgm_diag_level"] = 1
+    proc = node.run("--timing")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert node.calls("dcgmi") == ["health -c -j", "diag -r 1 -j"]
+    assert "--query-compute-apps=pid --format=csv,noheader" in node.calls("nvidia-smi")
+    assert node.updates() == []
+    timing = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert [c["command"].split()[:2] for c in timing["commands"]] == [
+        ["nvidia-smi", "--query-gpu=index,ecc.errors.uncorrected.volatile.total,retired_pages.pending,"
+                       "remapped_rows.pending,temperature.gpu"], ["dcgmi", "health"],
+        ["nvidia-smi", "--query-compute-apps=pid"], ["dcgmi", "diag"], ["scontrol", "show"]]
+    assert all(c["phase"] == "checks" for c in timing["commands"][:4])
+
+
+def test_a_failing_level_1_diagnostic_drains_naming_test_gpu_and_dcgms_message(node):
+    node.dcgm(DCGM_HEALTHY)
+    assert node.diag(("software", 3)).returncode != 0
+    node.sub("nvidia-smi", "apps", "")
+    node.config["dcgm_diag_level"] = 1
+    proc = node.run()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (update,) = node.updates()
+    assert update.startswith("update NodeName=gpu01 State=DRAIN Reason=cf-health: dcgmi diag -r 1: software failed "
+                             "on GPU 3: Persistence Mode: Persistence mode for GPU 3 is disabled."), update
+
+
+def test_the_diagnostic_never_runs_beside_a_job(node):
+    node.dcgm(DCGM_HEALTHY)
+    node.diag(("software", 3))
+    node.sub("nvidia-smi", "apps", "41234\n41240\n")
+    node.config["dcgm_diag_level"] = 1
+    proc = node.run()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert node.calls("dcgmi") == ["health -c -j"]
+    assert "dcgmi diag not run: 2 GPU process(es) running" in proc.stdout
+    assert node.updates() == []
+
+
+def test_unknown_gpu_processes_skip_the_diagnostic(node):
+    node.dcgm(DCGM_HEALTHY)
+    node.diag(("software", 3))
+    node.sub("nvidia-smi", "apps", "Failed to initialize NVML: Unknown Error\n", 255)
+    node.config["dcgm_diag_level"] = 1
+    proc = node.run()
+    assert node.calls("dcgmi") == ["health -c -j"]
+    assert "dcgmi diag not run: GPU processes unknown (nvidia-smi rc 255)" in proc.stdout
+
+
+@pytest.mark.parametrize("out, rc, reason", [
+    ("Error: unable to establish a connection to the specified host: localhost\n", 255,
+     "dcgmi diag -r 1 failed (rc 255): Error: unable to establish a connection"),
+    ('{"DCGM Diagnostic": {"runtime_error": "A required file could not be found", "test_categories": []}}\n', 226,
+     "dcgmi diag -r 1: A required file could not be found"),
+    ('{"DCGM Diagnostic": {"test_categories": []}}\n', 226, "dcgmi diag -r 1 failed (rc 226) without a failing test"),
+])
+def test_a_diagnostic_that_cannot_run_drains(node, out, rc, reason):
+    node.dcgm(DCGM_HEALTHY)
+    node.sub("dcgmi", "diag", out, rc)
+    node.sub("nvidia-smi", "apps", "")
+    node.config["dcgm_diag_level"] = 1
+    proc = node.run()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert node.updates()[0].startswith("update NodeName=gpu01 State=DRAIN Reason=cf-health: " + reason), node.updates()
+
+
+def test_a_hung_diagnostic_drains_within_the_budget(node):
+    node.dcgm(DCGM_HEALTHY)
+    node.sub("nvidia-smi", "apps", "")
+    node.hang("dcgmi", "diag")
+    node.config.update(dcgm_diag_level=1, budget_seconds=10, command_timeout_seconds=4)
+    proc = node.run()
+    assert proc.wall < 10, proc.wall
+    assert re.match(r"^update NodeName=gpu01 State=DRAIN Reason=cf-health: dcgmi diag: no answer within \d+ s$",
+                    node.updates()[0]), node.updates()

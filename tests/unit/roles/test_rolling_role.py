@@ -4,34 +4,22 @@ imports them. These tests keep the wrapper, the role's entry points and its defa
 import os
 import re
 
-import yaml
+from role_files import load_yaml, read_text, role_imports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "rolling")
 PHASES = ["plan", "drain", "apply", "gate", "resume", "hold"]
 
 
-def _yaml(*parts):
-    with open(os.path.join(*parts)) as f:
-        return yaml.safe_load(f)
-
-
-def _text(*parts):
-    with open(os.path.join(*parts)) as f:
-        return f.read()
+_yaml = load_yaml
+_text = read_text
 
 
 def _imports(tasks):
     """tasks_from of every import_role of clusterforge.gpu.rolling in a task list (blocks included), in order."""
-    out = []
-    for task in tasks or []:
-        args = task.get("ansible.builtin.import_role")
-        if args:
-            assert args["name"] == "clusterforge.gpu.rolling", args
-            out.append(args["tasks_from"])
-        for key in ("block", "rescue", "always"):
-            out += _imports(task.get(key))
-    return out
+    found = role_imports(tasks)
+    assert all(entry[0] == "clusterforge.gpu.rolling" for entry in found), found
+    return [entry[1] for entry in found]
 
 
 def test_the_playbook_only_imports_the_phases():

@@ -3,7 +3,7 @@ them, in SchedMD's order. These tests keep the wrapper, the role's entry points 
 
 import os
 
-import yaml
+from role_files import load_yaml, read_text, role_imports
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "slurm_upgrade")
@@ -13,25 +13,9 @@ PHASES = ["check", "backup", "slurmdbd", "slurmctld", "raise_slurmd_timeout", "s
 INTERNAL = ["judged", "packages", "set_vars", "slurmctld_stop"]
 
 
-def _yaml(*parts):
-    with open(os.path.join(*parts)) as f:
-        return yaml.safe_load(f)
-
-
-def _text(*parts):
-    with open(os.path.join(*parts)) as f:
-        return f.read()
-
-
-def _imports(tasks):
-    out = []
-    for task in tasks or []:
-        args = task.get("ansible.builtin.import_role")
-        if args:
-            out.append((args["name"], args.get("tasks_from")))
-        for key in ("block", "rescue", "always"):
-            out += _imports(task.get(key))
-    return out
+_yaml = load_yaml
+_text = read_text
+_imports = role_imports
 
 
 def test_the_playbook_imports_the_phases_in_schedmds_order():

@@ -91,6 +91,7 @@ def test_wrong_shapes_never_raise(value):
              "nvidia_driver_branch", "nvidia_driver_version", "nvidia_driver_kernel_module_type",
              "nvidia_driver_nvswitch_present", "validate_dcgm_level", "rolling_health_dcgm_level",
              "slurm_compute_healthcheck_dcgm", "slurm_compute_healthcheck_dcgm_watches", "dcgm_health_watches",
+             "slurm_compute_healthcheck_dcgm_diag_level",
              "dcgm_version", "dcgm_cuda_major", "dcgm_dcgmi_path", "dcgm_exporter_hostengine",
              "dcgm_exporter_listen_port", "dcgm_exporter_scrape_interval_seconds", "nccl_ib_hca", "nccl_socket_ifname",
              "nccl_socket_ip", "nccl_ib_gid_index", "nccl_ib_timeout", "nccl_settings", "nccl_debug_overrides",
@@ -381,6 +382,23 @@ def test_health_check_dcgm_mode():
     assert errors(slurm_compute_healthcheck_dcgm="auto") == []
     assert errors(slurm_compute_healthcheck_dcgm=True) == []
     one(errors(slurm_compute_healthcheck_dcgm="required"), "slurm_compute_healthcheck_dcgm: must be auto, true or false")
+
+
+@pytest.mark.parametrize("value", [0, 1, "1"])
+def test_health_check_diagnostic_level_0_or_1(value):
+    assert errors(slurm_compute_healthcheck_dcgm_diag_level=value) == []
+
+
+@pytest.mark.parametrize("value", [2, 3, -1, "quick", 1.5, True])
+def test_health_check_diagnostic_levels_that_take_minutes_are_refused(value):
+    one(errors(slurm_compute_healthcheck_dcgm_diag_level=value),
+        "slurm_compute_healthcheck_dcgm_diag_level: must be 0 (off) or 1")
+
+
+def test_health_check_diagnostic_needs_dcgm_in_the_check():
+    one(errors(slurm_compute_healthcheck_dcgm_diag_level=1, slurm_compute_healthcheck_dcgm=False),
+        "slurm_compute_healthcheck_dcgm_diag_level: 1 needs DCGM in the health check")
+    assert errors(slurm_compute_healthcheck_dcgm_diag_level=0, slurm_compute_healthcheck_dcgm=False) == []
 
 
 @pytest.mark.parametrize("name,value,ok", [
