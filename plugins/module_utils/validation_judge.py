@@ -512,9 +512,12 @@ class _Judge(object):
             if isinstance(result, (str, bytes)):
                 result = perftest_results(result)
             rc = pair.get("rc")
-            if result is None and rc not in (None, 0):
-                self.add("ib.write_bw", subject, "fail", "%s: ib_write_bw failed with exit status %s" % (subject, rc),
-                         expected=line, unit="Gb/s")
+            if result is None and (rc not in (None, 0) or pair.get("msg")):
+                # msg: why the test did not run or end (the module's message), when the entry has one
+                why = to_text(pair.get("msg") or "").strip().splitlines()[:1]
+                status = " with exit status %s" % rc if rc not in (None, 0) else ""
+                self.add("ib.write_bw", subject, "fail", "%s: ib_write_bw failed%s%s" % (
+                    subject, status, ": %s" % why[0][:300] if why else ""), expected=line, unit="Gb/s")
                 continue
             if result is None:
                 self.add("ib.write_bw", subject, "skip", "%s: ib_write_bw was not measured" % subject, expected=line,
@@ -583,6 +586,72 @@ class _Judge(object):
             subject, test, _fmt(have), ">=" if status == "pass" else "<", _fmt(threshold), _pct(fraction),
             _whole(nominal), unchecked), measured=have, threshold=threshold, expected=nominal, unit="GB/s")
         self.chart_row(label, "NCCL", "GB/s", have, threshold, status)
+
+    def nccl_isolation(self):
+        """The nodes, pairs or node sets that the search behind a multi-node miss named (nccl_isolate's result).
+
+        Absent (None) when the search did not run (the multi-node run passed, or ran on fewer than three nodes): no
+        check. Each culprit node, each pair and each unresolved set is a failure of its own.
+        """
+        found = self.m.get("nccl_isolation")
+        if found is None:
+            return
+        problem = _result_problem(found, "the isolation of the multi-node NCCL miss")
+        if problem:
+            self.add("nccl.isolation", "multi-node", problem[0], "multi-node: %s" % problem[1])
+            return
+        if found.get("failed"):
+            self.add("nccl.isolation", "multi-node", "fail", "multi-node: the isolation of the NCCL miss failed: %s"
+                     % _failed_msg(found))
+            return
+        if found.get("needed") is False:
+            return
+        for key in ("culprits", "pairs", "unresolved"):
+            if not _is_list(found.get(key) or []):
+                raise ValidationError("validation_judge: measured.nccl_isolation.%s must be a list" % key)
+        evidence = found.get("evidence") if _is_map(found.get("evidence")) else {}
+        fraction = self.t["nccl_min_fraction"]
+        nominal = self.t["nccl_multi_node_busbw_gbps"]
+        threshold = round(fraction * nominal, 3)
+        rounds = found.get("rounds")
+        after = " (found in %s round(s) of runs after the run across all nodes)" % rounds if rounds else ""
+
+        def how(run):
+            have = _number(run.get("busbw_gbps"))
+            problems = [to_text(p) for p in run.get("problems") or []]
+            if run.get("rc") not in (None, 0) or run.get("ok") is False or have is None:
+                what = "; ".join(problems) or "no bus bandwidth"
+                return have, "failed (%s%s)" % (what, ", busbw %s GB/s" % _fmt(have) if have is not None else "")
+            return have, "busbw %s GB/s < %s GB/s (%s of %s)" % (
+                _fmt(have), _fmt(threshold), _pct(fraction), _whole(nominal))
+
+        for culprit in found.get("culprits") or []:
+            culprit = to_text(culprit)
+            run = evidence.get(culprit) if _is_map(evidence.get(culprit)) else {}
+            others = [to_text(n) for n in run.get("nodes") or [] if to_text(n) != culprit]
+            have, text = how(run)
+            with_whom = " with %s (which passes elsewhere)" % ", ".join(others) if others else ""
+            self.add("nccl.isolation", culprit, "fail", "%s: slows the multi-node NCCL run down: all_reduce_perf%s %s; "
+                     "%s passes in no run%s" % (culprit, with_whom, text, culprit, after), measured=have,
+                     threshold=threshold, expected=nominal, unit="GB/s")
+        for pair in found.get("pairs") or []:
+            names = [to_text(n) for n in pair] if _is_list(pair) else _hosts(pair)
+            subject = _subject_hosts(names)
+            run = evidence.get(",".join(names)) if _is_map(evidence.get(",".join(names))) else {}
+            have, text = how(run)
+            self.add("nccl.isolation", subject, "fail", "%s: this pair misses the multi-node NCCL threshold although "
+                     "each node passes with others (a link or route between them): all_reduce_perf %s%s"
+                     % (subject, text, after), measured=have, threshold=threshold, expected=nominal, unit="GB/s")
+        for item in found.get("unresolved") or []:
+            item = item if _is_map(item) else {"nodes": item}
+            subject = _subject_hosts(item.get("nodes"))
+            self.add("nccl.isolation", subject, "fail", "%s: the multi-node NCCL miss could not be narrowed to a node "
+                     "or pair: %s%s" % (subject, to_text(item.get("reason") or "no reason given"), after),
+                     threshold=threshold, expected=nominal, unit="GB/s")
+        if not (found.get("culprits") or found.get("pairs") or found.get("unresolved")):
+            self.add("nccl.isolation", "multi-node", "skip", "multi-node: the search named no node: every run of it "
+                     "reached %s GB/s (the miss did not repeat)" % _fmt(threshold), threshold=threshold,
+                     expected=nominal, unit="GB/s")
 
     # ---------------------------------------------------------------- storage
     def storage_node(self, host, node):
@@ -732,6 +801,7 @@ def validation_judge(measured, thresholds=None):
     subject = _subject_hosts((multi or {}).get("nodes"))
     judge.nccl("nccl.multi_node", subject, (multi or {}).get("result"), "nccl_multi_node_busbw_gbps",
                "multi-node NCCL test", "%s NCCL multi-node" % subject, rc=(multi or {}).get("rc"))
+    judge.nccl_isolation()
     judge.storage_aggregate()
     judge.slurm()
     estimates = judge.checkpoint()

@@ -1,0 +1,193 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""nccl_isolate module tests: a fake srun on PATH that "runs" all_reduce_perf on the nodes of -w and prints
+nccl-tests' layout (its own numbers): slow when a node of FAKE_BAD_NODES or both nodes of a FAKE_BAD_PAIRS pair
+are in the set."""
+
+import json
+import os
+import stat
+import sys
+
+import pytest
+
+from unittest import mock
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.clusterforge.gpu.plugins.modules import nccl_isolate
+
+FAKE_SRUN = r'''
+import json, os, sys, time
+args = sys.argv[1:]
+nodes = args[args.index("-w") + 1].split(",")
+with open(os.environ["FAKE_SRUN_LOG"], "a") as f:
+    f.write(json.dumps({"argv": args, "nodes": nodes, "start": time.time()}) + "\n")
+time.sleep(float(os.environ.get("FAKE_SRUN_SECONDS", "0")))
+bad = set(n for n in os.environ.get("FAKE_BAD_NODES", "").split(",") if n)
+pairs = [set(p.split("+")) for p in os.environ.get("FAKE_BAD_PAIRS", "").split(",") if p]
+if set(nodes) & set(os.environ.get("FAKE_DOWN_NODES", "").split(",")):
+    sys.stderr.write("srun: error: Unable to allocate resources: Requested node configuration is not available\n")
+    sys.exit(1)
+busbw = 120.3 if (bad & set(nodes) or any(p <= set(nodes) for p in pairs)) else 381.7
+gpus = int(args[args.index("-g") + 1])
+print("# nccl-tests version 2.18.3 nccl-headers=22703 nccl-library=22703")
+print("# Collective test starting: all_reduce_perf")
+print("# nThread 1 nGpus %d minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 "
+      "validation: 1 graph: 0" % gpus)
+print("#")
+print("# Using devices")
+for rank, node in enumerate(nodes):
+    print("#  Rank %2d Group  0 Pid  %5d on %10s device  0 [0000:18:00] NVIDIA H100 80GB HBM3" % (rank, 4000 + rank, node))
+print("#")
+print("#                                                              out-of-place                       in-place")
+print("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong")
+print("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)")
+for size, frac in ((1073741824, 0.93), (4294967296, 0.98), (8589934592, 1.0)):
+    bw = busbw * frac
+    alg = bw / (2.0 * (len(nodes) - 1) / len(nodes))
+    t = size / (alg * 1e3)
+    print("%12d  %12d     float     sum      -1  %7.1f  %6.2f  %6.2f       0  %7.1f  %6.2f  %6.2f       0"
+          % (size, size // 4, t, alg, bw, t, alg, bw))
+print("# Out of bounds values : 0 OK")
+print("# Avg bus bandwidth    : %.4f" % (busbw * 0.6))
+print("#")
+print("# Collective test concluded: all_reduce_perf")
+'''
+
+
+class _Exit(Exception):
+    def __init__(self, result):
+        super().__init__(result)
+        self.result = result
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    tool = bindir / "srun"
+    tool.write_text("#!%s\n%s" % (sys.executable, FAKE_SRUN))
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
+    monkeypatch.setenv("FAKE_SRUN_LOG", str(tmp_path / "log"))
+    for key in ("FAKE_BAD_NODES", "FAKE_BAD_PAIRS", "FAKE_SRUN_SECONDS", "FAKE_DOWN_NODES"):
+        monkeypatch.delenv(key, raising=False)
+    return tmp_path
+
+
+def calls(tmp_path):
+    path = tmp_path / "log"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def run(args, check_mode=False):
+    args = dict(args, _ansible_check_mode=check_mode)
+
+    def exit_json(self, **kwargs):
+        kwargs.setdefault("changed", False)
+        raise _Exit(kwargs)
+
+    def fail_json(self, msg=None, **kwargs):
+        kwargs.update(failed=True, msg=msg)
+        raise _Exit(kwargs)
+
+    with patch_module_args(args), mock.patch.multiple(basic.AnsibleModule, exit_json=exit_json, fail_json=fail_json):
+        try:
+            nccl_isolate.main()
+        except _Exit as e:
+            return json.loads(json.dumps(e.result))
+    raise AssertionError("no exit_json or fail_json")
+
+
+NODES = ["gpu%02d" % i for i in range(1, 9)]
+
+
+def all_nodes_run(fake, monkeypatch):
+    """What the fabric phase's run across all nodes printed (the fake srun, then its log entry removed)."""
+    import subprocess
+    srun = str(fake / "bin" / "srun")
+    proc = subprocess.run([srun, "-N", "8", "-w", ",".join(NODES), "all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2",
+                           "-g", "8", "-c", "1"], capture_output=True, text=True, check=False)
+    (fake / "log").unlink()
+    return proc.returncode, proc.stdout
+
+
+def test_names_the_culprit_without_running_the_all_node_set_again(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_BAD_NODES", "gpu06")
+    rc, stdout = all_nodes_run(fake, monkeypatch)
+    out = run({"nodes": NODES, "thresholds": {"nccl_multi_node_busbw_gbps": 385}, "all_nodes_rc": rc,
+               "all_nodes_stdout": stdout, "gpus_per_node": 8, "srun_extra_args": ["--mpi=pmix"]})
+    assert "failed" not in out, out
+    assert out["needed"] is True and out["threshold_gbps"] == 346.5
+    assert out["culprits"] == ["gpu06"] and out["pairs"] == [] and out["unresolved"] == []
+    assert out["runs"][0] == {"round": 0, "nodes": NODES, "passed": False, "busbw_gbps": 120.3, "rc": 0, "ok": True,
+                              "problems": [], "cmd": None}
+    assert out["evidence"]["gpu06"]["busbw_gbps"] == 120.3 and "gpu06" in out["evidence"]["gpu06"]["nodes"]
+    logged = calls(fake)
+    assert all(len(c["nodes"]) < 8 for c in logged)
+    first_half = [c for c in logged if c["nodes"] == NODES[:4]]
+    assert first_half[0]["argv"] == [
+        "-N", "4", "-w", "gpu01,gpu02,gpu03,gpu04", "--ntasks-per-node=1", "--exclusive", "--time=15",
+        "--immediate=120", "--export=ALL,NCCL_ALGO=Ring", "--mpi=pmix",
+        "all_reduce_perf", "-b", "8", "-e", "8G", "-f", "2", "-g", "8", "-c", "1"]
+    assert out["rounds"] == 3 and len(logged) == 2 + 2 + 2  # halves, quarters, one reference pair per suspect
+
+
+def test_disjoint_sets_of_a_round_run_at_once(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_BAD_NODES", "gpu02")
+    monkeypatch.setenv("FAKE_SRUN_SECONDS", "1")
+    out = run({"nodes": NODES, "min_busbw_gbps": 300, "all_nodes_rc": 0,
+               "all_nodes_stdout": "no rows: the run was cut short"})
+    assert out["culprits"] == ["gpu02"], out
+    logged = calls(fake)
+    first_round = [c for c in logged if len(c["nodes"]) == 4]
+    # both halves started before either could end (each takes 1 s)
+    assert len(first_round) == 2 and abs(first_round[0]["start"] - first_round[1]["start"]) < 1
+
+
+def test_a_pair_at_fault(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_BAD_PAIRS", "gpu03+gpu08")
+    out = run({"nodes": NODES, "min_busbw_gbps": 346.5})
+    assert out["pairs"] == [["gpu03", "gpu08"]] and out["culprits"] == [], out
+    assert out["runs"][0]["cmd"].startswith(str(fake / "bin" / "srun") + " -N 8 -w gpu01,")
+
+
+def test_all_nodes_pass_when_run_again_names_nothing(fake):
+    out = run({"nodes": NODES, "min_busbw_gbps": 346.5})
+    assert out["needed"] is True and out["culprits"] == [] and out["pairs"] == [] and out["unresolved"] == []
+    assert len(calls(fake)) == 1
+
+
+def test_a_passing_all_node_result_runs_nothing(fake, monkeypatch):
+    rc, stdout = all_nodes_run(fake, monkeypatch)
+    out = run({"nodes": NODES, "min_busbw_gbps": 346.5, "all_nodes_rc": rc, "all_nodes_stdout": stdout})
+    assert out["needed"] is False and calls(fake) == [] and out["runs"][0]["passed"] is True
+
+
+def test_a_node_that_cannot_be_allocated_is_a_culprit_with_the_srun_error(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_DOWN_NODES", "gpu04")
+    out = run({"nodes": NODES, "min_busbw_gbps": 346.5})
+    assert out["culprits"] == ["gpu04"], out
+    evidence = out["evidence"]["gpu04"]
+    assert evidence["rc"] == 1 and evidence["busbw_gbps"] is None
+    assert evidence["problems"][0] == ("exit status 1: srun: error: Unable to allocate resources: Requested node "
+                                       "configuration is not available")
+
+
+def test_check_mode_runs_nothing(fake):
+    out = run({"nodes": NODES, "min_busbw_gbps": 346.5, "all_nodes_rc": 1, "all_nodes_stdout": ""}, check_mode=True)
+    assert out["skipped"] is True and calls(fake) == [] and out["culprits"] == []
+    assert len(out["commands"]) == 2 and "-w gpu01,gpu02,gpu03,gpu04" in out["commands"][0]
+
+
+def test_argument_errors(fake):
+    assert "min_busbw_gbps" in run({"nodes": NODES})["msg"]
+    assert "mutually exclusive" in run({"nodes": NODES, "min_busbw_gbps": 1, "thresholds": {}})["msg"]
+    assert run({"nodes": ["gpu01"], "min_busbw_gbps": 1})["msg"] == (
+        "nodes: a run across nodes needs two or more, got ['gpu01']")
+    out = run({"nodes": NODES, "thresholds": {"nccl_min_fracton": 0.5}})
+    assert out["failed"] and out["msg"].startswith("thresholds: validation_judge: unknown threshold key(s) "
+                                                   "nccl_min_fracton")
