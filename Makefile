@@ -39,12 +39,13 @@ ROLES_ON_BOTH_SUITES = slurm_controller slurm_compute
 phase = @printf '\n==> [%s] %s\n' "$$(date +%H:%M:%S)" "$(1)"
 
 .PHONY: help deps venv link bootstrap lab lab-up lab-converge lab-validate lab-down lint yamllint ansible-lint \
-        sanity test-unit test-integration molecule molecule-all test-lab test bench build clean
+        sanity test-unit test-integration molecule molecule-all test-lab test bench bench-scale build ee clean
 
 help:
 	@echo "make lab        install what is missing, start the container lab, run site.yml (and validation)"
 	@echo "make lab-down   remove the lab containers"
 	@echo "make bench      lab benchmarks with 2, 4 and 8 GPU nodes (docs/performance.md)"
+	@echo "make bench-scale  scale lab: 8, 16, 32 and 64 cloned GPU nodes (docs/performance.md)"
 	@echo "make test       yamllint, ansible-lint, ansible-test sanity, unit tests, every molecule scenario, lab end-to-end"
 	@echo "make test-unit  unit and conformance tests only (seconds)"
 	@echo "make lint       yamllint and ansible-lint (production profile)"
@@ -118,8 +119,9 @@ sanity: venv
 	@tests/sanity/run.sh
 
 test-unit: venv link
+	@tests/report/install-chromium.sh
 	$(call phase,unit and conformance tests)
-	@pytest -q tests/unit tests/lab/unit tests/bench tests/conformance
+	@pytest -q tests/unit tests/lab/unit tests/bench tests/conformance tests/report
 
 test-integration: venv link
 	$(call phase,integration: preflight against broken inventories)
@@ -158,9 +160,22 @@ bench: bootstrap
 	$(call phase,benchmarks: $(BENCH_SIZES) GPU nodes (replaces the lab))
 	@python tests/bench/bench.py --sizes $(BENCH_SIZES)
 
+# The scale lab (not a timed test): GPU nodes cloned from one converged node; warm site.yml, validate.yml and a
+# rolling change at each size; bench/scale.json, bench/scale.svg, docs/performance.md. Replaces the lab.
+SCALE_SIZES ?= 8 16 32 64
+bench-scale: bootstrap
+	$(call phase,scale lab: $(SCALE_SIZES) GPU nodes (replaces the lab))
+	@python tests/bench/scale.py --sizes $(SCALE_SIZES)
+
 build: venv
 	$(call phase,ansible-galaxy collection build)
 	@mkdir -p .cache/build && ansible-galaxy collection build --force --output-path .cache/build
+
+# The execution environment's build context (ansible-builder v3; building the image needs a registry):
+# .cache/ee. tests/unit/test_execution_environment.py runs the same in `make test`.
+ee: build
+	$(call phase,ansible-builder create: build context of the execution environment in .cache/ee)
+	@ansible-builder create --file execution-environment.yml --context .cache/ee
 
 clean: lab-down
 	rm -rf .cache tests/output

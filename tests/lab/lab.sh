@@ -21,6 +21,10 @@ INVENTORY=${CF_LAB_INVENTORY:-$root/inventories/lab}
 # A second inventory source on top (the end-to-end test adds a GPU node with one, as an administrator would).
 EXTRA_INVENTORY=${CF_LAB_EXTRA_INVENTORY:-}
 CACHE=${CF_LAB_CACHE:-$here/cache}
+# The scale lab (tests/bench/scale.py): hosts whose names match CF_LAB_NODE_IMAGE_HOSTS (an extended regular
+# expression) are created from CF_LAB_NODE_IMAGE, a committed image of one converged GPU node, instead of IMAGE.
+NODE_IMAGE=${CF_LAB_NODE_IMAGE:-}
+NODE_IMAGE_HOSTS=${CF_LAB_NODE_IMAGE_HOSTS:-}
 MIRROR=${CF_LAB_MIRROR:-http://deb.debian.org/debian}
 
 # "host mgmt_ip fabric_ip" lines, and the two networks, read from the lab inventory.
@@ -96,13 +100,15 @@ up() {
   while read -r _ h ip fip; do
     hosts+=("$h")
     podman container exists "$h" && continue
-    log "creating container $h ($ip, fabric $fip)"
+    local img=$IMAGE
+    if [ -n "$NODE_IMAGE" ] && [ -n "$NODE_IMAGE_HOSTS" ] && grep -Eqx "$NODE_IMAGE_HOSTS" <<<"$h"; then img=$NODE_IMAGE; fi
+    log "creating container $h ($ip, fabric $fip) from $img"
     podman run -d --name "$h" --hostname "$h" \
       --network "$NETWORK:ip=$ip,interface_name=eth0" --network "$FABRIC_NETWORK:ip=$fip,interface_name=eth1" \
       --systemd=always --restart=always \
       --cap-add SYS_ADMIN --cap-add NET_ADMIN --cap-add SYS_NICE \
       -v cf-lustre-shared:/srv/cf-lustre-shared \
-      --label clusterforge.lab=1 "$IMAGE" /sbin/init >/dev/null
+      --label clusterforge.lab=1 "$img" /sbin/init >/dev/null
   done < <(grep '^HOST' <<<"$plan")
   for h in "${hosts[@]}"; do
     local i

@@ -10,6 +10,8 @@ switches. Injections live in $CLUSTERFORGE_EMU_STATE_DIR/ib.json (default /var/l
 import json
 import os
 
+import _cf_emu_identity
+
 STATE_DIR = os.environ.get("CLUSTERFORGE_EMU_STATE_DIR", "/var/lib/clusterforge-emu")
 STATE_FILE = os.path.join(STATE_DIR, "ib.json")
 PROFILES = {"ndr": 400, "hdr": 200}
@@ -45,6 +47,14 @@ def reset():
         pass
 
 
+def _guid(i):
+    """Port GUID of HCA i: the lab's fixed GUIDs, or ones of this node's own identity (_cf_emu_identity)."""
+    if not _cf_emu_identity.identity():
+        return "0x946dae0300%06x" % (0x3c1a20 + i * 0x10)
+    base = int(_cf_emu_identity.digest("hca-guid")[:8], 16)
+    return "0x946dae03%08x" % ((base + i * 0x10) & 0xffffffff)
+
+
 def hcas():
     """The 8 HCAs with their current port state."""
     rate = PROFILES[profile()]
@@ -52,7 +62,7 @@ def hcas():
     out = []
     for i in range(8):
         name = "mlx5_%d" % i
-        guid = "0x946dae0300%06x" % (0x3c1a20 + i * 0x10)
+        guid = _guid(i)
         port = {"state": "Active", "phys": "LinkUp", "rate": rate, "lid": 0x80 + i * 3, "sm_lid": 1}
         extra = inj.get(name, {})
         if extra.get("rate"):

@@ -7,6 +7,7 @@ the emulator.
 """
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -366,3 +367,29 @@ def test_info_module_end_to_end(emu):
     assert result["gpu_count"] == 8 and len(tool.calls) == 2
     assert result["gpus"][3]["ecc"]["volatile_uncorrectable"] == 2
     assert result["topology"]["nic_names"]["NIC7"] == "mlx5_7"
+
+
+def test_a_node_identity_gives_its_own_gpu_uuids_and_serials(tmp_path):
+    """The scale lab's clones (identity "@hostname" in their image) each show their own GPUs; without an identity
+    file every node shows the lab's one set of identifiers."""
+    plain = Emu(tmp_path / "plain")
+    ident = tmp_path / "identity"
+    ident.write_text("gpu17\n")
+    first = Emu(tmp_path / "a")
+    first.env["CLUSTERFORGE_EMU_IDENTITY_FILE"] = str(ident)
+    same = Emu(tmp_path / "b")
+    same.env["CLUSTERFORGE_EMU_IDENTITY_FILE"] = str(ident)
+    other_file = tmp_path / "identity2"
+    other_file.write_text("gpu18\n")
+    other = Emu(tmp_path / "c")
+    other.env["CLUSTERFORGE_EMU_IDENTITY_FILE"] = str(other_file)
+    fields = ["--query-gpu=uuid,serial", "--format=csv,noheader"]
+    rows = {name: emu.ok(*fields).splitlines() for name, emu in
+            (("plain", plain), ("first", first), ("same", same), ("other", other))}
+    plain.env["CLUSTERFORGE_EMU_IDENTITY_FILE"] = str(tmp_path / "missing")
+    assert Emu(tmp_path / "plain2").ok(*fields).splitlines() == rows["plain"]
+    assert rows["first"] == rows["same"]
+    assert len({tuple(r) for r in rows.values()}) == 3
+    uuids = [line.split(", ")[0] for line in rows["first"] + rows["other"]]
+    assert len(set(uuids)) == 16 and all(re.match(r"^GPU-[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$", u) for u in uuids)
+    assert all(re.match(r"^\d{13}$", line.split(", ")[1]) for line in rows["first"])

@@ -5,6 +5,7 @@
 so the emulators cannot drift from the formats the modules parse; plus pcie_acs end to end on the emulators."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -132,6 +133,18 @@ def test_ibstat_profiles(emu, profile, rate):
     assert [p["ca"] for p in ports] == ["mlx5_%d" % i for i in range(8)]
     assert all((p["state"], p["physical_state"], p["rate_gbps"], p["link_layer"]) ==
                ("Active", "LinkUp", rate, "InfiniBand") for p in ports)
+
+
+def test_a_node_identity_gives_its_own_hca_guids(emu):
+    """Clones of one node image (the scale lab) each have their own port GUIDs; without an identity file, the lab's."""
+    plain = re.findall(r"Port GUID: (0x[0-9a-f]{16})", emu("ibstat", env={"CLUSTERFORGE_EMU_IDENTITY_FILE": "/nonexistent"})[1])
+    guids = {}
+    for name in ("gpu17", "gpu18"):
+        path = emu.tmp / name
+        path.write_text(name + "\n")
+        guids[name] = re.findall(r"Port GUID: (0x[0-9a-f]{16})", emu("ibstat", env={"CLUSTERFORGE_EMU_IDENTITY_FILE": str(path)})[1])
+    assert plain[0] == "0x946dae03003c1a20" and len(plain) == 8
+    assert len(set(plain + guids["gpu17"] + guids["gpu18"])) == 24
 
 
 def test_ibstat_injection_and_single_ca(emu):

@@ -14,6 +14,7 @@ from ansible.template import Templar, trust_as_template
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import parse_scontrol_nodes
 from ansible_collections.clusterforge.gpu.plugins.modules import slurm_node_info
+from role_files import load_yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "rolling")
@@ -251,9 +252,29 @@ def test_the_plan_names_the_nodes_that_would_reboot_and_why():
     markers = {"results": [{"item": "gpu01", "stat": {"exists": False}},
                            {"item": "gpu02", "stat": {"exists": True}},
                            {"item": "gpu04", "stat": {"exists": False}}]}
-    tmpl = templar(__rolling_plan_markers=markers, __rolling_plan_reboot_facts=facts)
+    targets = ["gpu01", "gpu02", "gpu04"]
+    # rolling_plan false: no check-mode run, the marker read from the controller, node by node
+    tmpl = templar(__rolling_plan_markers=markers, __rolling_plan_reboot_facts=facts, __rolling_targets=targets)
     would_reboot = render(tmpl, would["__rolling_would_reboot"])
     assert would_reboot == {"gpu01": ["nvidia_driver_reboot_required"], "gpu02": ["/run/reboot-required"]}
+    # with a plan: each node reported its marker in its own check-mode run (rolling_apply.yml), read with the other
+    # reboot facts; the controller's loop was skipped
+    plan_json["plays"][0]["tasks"].append(
+        {"task": {"name": "Report the reboot marker to the plan (check mode)"},
+         "hosts": {"gpu01": {"ansible_facts": {"__rolling_apply_reboot_marker": False}},
+                   "gpu02": {"ansible_facts": {"__rolling_apply_reboot_marker": True}},
+                   "gpu04": {"ansible_facts": {"__rolling_apply_reboot_marker": False}}}})
+    facts = render(templar(__rolling_plan_json=plan_json), facts_expr)
+    assert facts["gpu02"] == {"__rolling_apply_reboot_marker": True}
+    skipped = {"results": [{"item": n, "skipped": True} for n in targets], "skipped": True}
+    tmpl = templar(__rolling_plan_markers=skipped, __rolling_plan_reboot_facts=facts, __rolling_targets=targets)
+    assert render(tmpl, would["__rolling_would_reboot"]) == would_reboot
+    marker = _task("plan", "Plan | look for the package manager's reboot marker on the nodes to roll (without a "
+                           "check-mode run)")
+    assert marker["when"] == "not rolling_plan | bool"
+    apply_tasks = [t for play in load_yaml(ROOT, "playbooks", "rolling_apply.yml") for t in play.get("tasks", [])]
+    (stat,) = [t for t in apply_tasks if t.get("ansible.builtin.stat")]
+    assert stat["ansible.builtin.stat"]["path"] == "/run/reboot-required" and stat["when"] == "ansible_check_mode"
 
     lines = _task("plan", "Plan | report")["ansible.builtin.debug"]["msg"]
     (report,) = [line for line in lines if "would reboot" in line]

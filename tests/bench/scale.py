@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""ClusterForge scale lab (`make bench-scale`; not a timed test): how the controller's cost grows with the node count.
+
+One GPU node is converged with site.yml (head01, stor01 and gpu01, as in `make lab`) and committed as a container
+image. For each size in --sizes (default 8 16 32 64) the GPU nodes gpu01..gpuNN are clones of that image, each
+with its own host name, addresses, and (through the emulators' node identity, tests/lab/emulators/_cf_emu_identity.py)
+its own GPU UUIDs, GPU serials and HCA GUIDs; the controller and the storage host stay. Every clone runs real
+systemd, munge and slurmd and the emulators: the per-node work is real, only repeated. Sizes grow, so each size
+adds clones to the lab of the size before. At each size:
+  * join: site.yml once over the whole inventory, which brings the new clones into the cluster (the controller's
+    node list, their own configuration); recorded, not judged;
+  * warm site.yml: every role on every node, changed=0 required; wall time and the controller's CPU (ansible-playbook
+    and its workers);
+  * validate.yml: wall time, controller CPU, and the fabric stage (the tasks named "Fabric ..." and "NCCL ...",
+    timed by ansible.posix.profile_tasks);
+  * a rolling change of every node (a new GPU power limit, playbooks/rolling_reconfigure.yml at rolling_serial
+    [1, "25%"]): wall time, controller CPU, and from sinfo polled every second the canary's and each batch's time
+    (first drain to last resume of the nodes of the batch).
+Then the seconds per added GPU node of each step (least squares), the targets of issue 19, and a projection to
+128, 256 and 512 GPU nodes. Writes bench/scale.json, bench/scale.svg and the "scale" section of docs/performance.md.
+The lab of inventories/lab is replaced, and the scale lab removed at the end: `make lab` brings it back.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (the lab helpers of `make bench`)
+
+ROOT = bench.ROOT
+BIN = bench.BIN
+OUT = bench.OUT
+NODE_IMAGE = "localhost/clusterforge-scale-node:%s" % os.environ.get("CF_LAB_SUITE", "trixie")
+PROJECT_TO = [128, 256, 512]
+# Issue 19's targets: the validation fabric stage at the largest size within twice its time at 8 GPU nodes; the
+# rolling change within the canary plus four batch times; no step growing faster than linearly (the cost of an
+# added node in the last interval of sizes at most LINEAR_SLACK times that of the first interval).
+FABRIC_GROWTH_LIMIT = 2.0
+ROLLING_BATCHES = 4
+LINEAR_SLACK = 1.5
+TIMED_TASK = re.compile(r"^(.*?)\s*-+ (\d+(?:\.\d+)?)s$")
+FABRIC_TASK = re.compile(r"(^|\|\s*|: )(Fabric|NCCL)\b|ib_write_bw", re.I)
+
+
+def log(msg):
+    print("[scale %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+def gpu_names(size):
+    return ["gpu%02d" % i for i in range(1, size + 1)]
+
+
+def lab_env(inv):
+    return dict(bench.ENV, CF_LAB_INVENTORY=inv, CF_LAB_NODE_IMAGE=NODE_IMAGE, CF_LAB_NODE_IMAGE_HOSTS="gpu[0-9]+")
+
+
+def playbook_cmd(inv, executor, *args):
+    return [os.path.join(BIN, "ansible-playbook"), "-i", inv] + bench.EXECUTOR_INVENTORY[executor] + list(args)
+
+
+def must(rc, out, what):
+    if rc != 0:
+        raise SystemExit("%s failed (rc %d):\n%s" % (what, rc, out[-8000:]))
+
+
+def timed(cmd, env):
+    """Run cmd; (rc, output, wall seconds, controller CPU seconds of the run)."""
+    before = bench.children_cpu()
+    rc, out, secs = bench.run(cmd, env=env)
+    return rc, out, secs, bench.children_cpu() - before
+
+
+def changed(out):
+    return sum(r["changed"] for r in bench.recap(out).values())
+
+
+def task_times(out):
+    """[(task name, seconds)] from ansible.posix.profile_tasks' summary."""
+    rows = []
+    for line in out.splitlines():
+        m = TIMED_TASK.match(line.strip())
+        if m:
+            rows.append((m.group(1).strip(), float(m.group(2))))
+    return rows
+
+
+def fabric_seconds(out):
+    return round(sum(secs for name, secs in task_times(out) if FABRIC_TASK.search(name)), 1)
+
+
+class DrainWindows(object):
+    """Polls sinfo on head01 every second; per GPU node, when it was first seen drained and when it was first seen
+    schedulable again after that."""
+
+    def __init__(self):
+        self.start = time.monotonic()
+        self.drained = {}
+        self.resumed = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def loop(self):
+        while not self.stop.is_set():
+            rc, out = bench.podman("exec", "head01", "sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %t")
+            now = time.monotonic() - self.start
+            if rc == 0:
+                for line in out.splitlines():
+                    fields = line.split()
+                    if len(fields) != 2:
+                        continue
+                    name, state = fields
+                    down = state.startswith(("drain", "drng", "down", "fail", "boot", "reboot"))
+                    if down and name not in self.drained:
+                        self.drained[name] = now
+                    elif not down and name in self.drained and name not in self.resumed:
+                        self.resumed[name] = now
+            self.stop.wait(1)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(10)
+
+    def batches(self):
+        """[{nodes, seconds}] in order: a batch is the nodes drained before any node of it was resumed."""
+        order = sorted((t, n) for n, t in self.drained.items() if n in self.resumed)
+        groups = []
+        for began, name in order:
+            if groups and began < min(self.resumed[n] for n in groups[-1]):
+                groups[-1].append(name)
+            else:
+                groups.append([name])
+        return [{"nodes": len(g), "seconds": round(max(self.resumed[n] for n in g) - min(self.drained[n] for n in g), 1)}
+                for g in groups]
+
+
+def base_image(executor):
+    """A converged one-GPU-node lab; gpu01 committed as NODE_IMAGE (its emulators then take the clone's host name as
+    their identity, and the hardware state that holds GPU UUIDs is dropped, so each clone makes its own)."""
+    inv = bench.inventory(1)
+    env = lab_env(inv)
+    log("base: recreating the lab with one GPU node")
+    bench.run([bench.LAB, "down"], env=env)
+    bench.podman("image", "rm", "-f", NODE_IMAGE)
+    rc, out, dummy = bench.run([bench.LAB, "up"], env=env)
+    must(rc, out, "lab.sh up")
+    rc, out, dummy = bench.run([os.path.join(BIN, "ansible-playbook"), "-i", inv, "tests/lab/emulators.yml"])
+    must(rc, out, "emulators.yml")
+    log("base: site.yml on head01, stor01, gpu01")
+    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), dict(bench.ENV, **bench.EXECUTORS[executor]))
+    must(rc, out, "site.yml (base)")
+    log("base: converged in %.0f s; committing gpu01 as %s" % (secs, NODE_IMAGE))
+    rc, out = bench.podman("exec", "gpu01", "sh", "-c",
+                           "mkdir -p /etc/clusterforge-emu && echo @hostname > /etc/clusterforge-emu/identity && "
+                           "rm -f /var/lib/clusterforge-emu/nvidia-smi.json")
+    if rc != 0:
+        raise SystemExit("preparing gpu01 for cloning failed: %s" % out)
+    rc, out = bench.podman("commit", "-q", "--pause=true", "gpu01", NODE_IMAGE)
+    if rc != 0:
+        raise SystemExit("podman commit failed: %s" % out)
+    # gpu01 itself is a clone too from here on: recreate it from the image, like every other GPU node.
+    bench.podman("rm", "-f", "-t", "2", "gpu01")
+    return {"base_site_seconds": round(secs, 1)}
+
+
+def node_identities(gpus):
+    """{host: (first GPU UUID, first HCA port GUID)} as each clone reports them."""
+    found = {}
+    for host in gpus:
+        rc1, uuid = bench.podman("exec", host, "nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader", "-i", "0")
+        rc2, guid = bench.podman("exec", host, "sh", "-c", "ibstat mlx5_0 1 | sed -n 's/.*Port GUID: //p'")
+        found[host] = (uuid.strip() if rc1 == 0 else None, guid.strip() if rc2 == 0 else None)
+    return found
+
+
+def size_run(size, executor, power_w):
+    inv = bench.inventory(size)
+    env = lab_env(inv)
+    play_env = dict(bench.ENV, **bench.EXECUTORS[executor])
+    gpus = gpu_names(size)
+    result = {"gpu_nodes": size, "hosts": size + 2, "executor": executor}
+    log("%d GPU nodes: cloning the missing GPU nodes" % size)
+    t0 = time.monotonic()
+    rc, out, dummy = bench.run([bench.LAB, "up"], env=env)
+    must(rc, out, "lab.sh up (%d)" % size)
+    result["clone_seconds"] = round(time.monotonic() - t0, 1)
+    ids = node_identities(gpus)
+    result["distinct_gpu_uuids"] = len(set(u for u, g in ids.values() if u))
+    result["distinct_hca_guids"] = len(set(g for u, g in ids.values() if g))
+    if result["distinct_gpu_uuids"] != size or result["distinct_hca_guids"] != size:
+        raise SystemExit("clones share hardware identifiers: %s" % json.dumps(ids, indent=1))
+
+    log("%d GPU nodes: join (site.yml brings the new clones in)" % size)
+    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), play_env)
+    must(rc, out, "site.yml (join, %d)" % size)
+    result.update(join_seconds=round(secs, 1), join_changed=changed(out))
+
+    log("%d GPU nodes: warm site.yml" % size)
+    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), play_env)
+    must(rc, out, "site.yml (warm, %d)" % size)
+    result.update(warm_seconds=round(secs, 1), warm_changed=changed(out), warm_controller_cpu_seconds=round(cpu, 1))
+    log("%d GPU nodes: warm %.0f s, changed=%d, controller CPU %.0f s" % (size, secs, result["warm_changed"], cpu))
+
+    log("%d GPU nodes: validate.yml" % size)
+    venv = dict(play_env, ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks",
+                PROFILE_TASKS_TASK_OUTPUT_LIMIT="all", PROFILE_TASKS_SORT_ORDER="none")
+    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "playbooks/validate.yml"), venv)
+    result.update(validate_seconds=round(secs, 1), validate_rc=rc, validate_controller_cpu_seconds=round(cpu, 1),
+                  validate_fabric_seconds=fabric_seconds(out))
+    if rc != 0:
+        result["validate_failures"] = [line.strip() for line in out.splitlines() if "FAIL" in line][:20]
+    log("%d GPU nodes: validate %.0f s (rc %d), fabric stage %.1f s" % (size, secs, rc, result["validate_fabric_seconds"]))
+
+    log("%d GPU nodes: rolling change of every node (power limit %d W)" % (size, power_w))
+    change = os.path.join(bench.WORK, "scale-change-%d.yml" % size)
+    with open(change, "w") as handle:
+        handle.write("gpu_nodes:\n  vars:\n    gpu_tuning_power_limit_watts: %d\n" % power_w)
+    extra = {"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2,
+             "rolling_serial": [1, "25%"]}
+    with DrainWindows() as windows:
+        rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "-i", change, "playbooks/rolling_reconfigure.yml",
+                                                "-e", json.dumps(extra)), play_env)
+    must(rc, out, "rolling_reconfigure.yml (%d)" % size)
+    batches = windows.batches()
+    result.update(rolling_seconds=round(secs, 1), rolling_controller_cpu_seconds=round(cpu, 1), rolling_batches=batches,
+                  rolling_nodes_seen=len(windows.resumed))
+    if batches:
+        result["rolling_canary_seconds"] = batches[0]["seconds"]
+        rest = batches[1:]
+        result["rolling_batch_seconds_max"] = max([b["seconds"] for b in rest] or [0.0])
+        result["rolling_bound_seconds"] = round(result["rolling_canary_seconds"]
+                                                + ROLLING_BATCHES * result["rolling_batch_seconds_max"], 1)
+    log("%d GPU nodes: rolling %.0f s, %d batches %s" % (size, secs, len(batches), [b["seconds"] for b in batches]))
+    return result
+
+
+def slope(results, key):
+    rows = [r for r in results if r.get(key) is not None]
+    if len(rows) < 2:
+        return None, None
+    per_node, at_one = bench.least_squares(rows, key)
+    return round(per_node, 2), round(at_one - per_node, 1)
+
+
+STEPS = [("warm site.yml", "warm_seconds", "warm_controller_cpu_seconds"),
+         ("validate.yml", "validate_seconds", "validate_controller_cpu_seconds"),
+         ("validation fabric stage", "validate_fabric_seconds", None),
+         ("rolling change", "rolling_seconds", "rolling_controller_cpu_seconds")]
+
+
+def analyse(results):
+    """Per step: seconds and controller CPU per added GPU node, the fixed part, growth between the sizes, and the
+    projection to PROJECT_TO; then the targets."""
+    steps = {}
+    for label, key, cpu_key in STEPS:
+        per_node, fixed = slope(results, key)
+        entry = {"seconds_per_added_node": per_node, "fixed_seconds": fixed}
+        if cpu_key:
+            entry["controller_cpu_seconds_per_added_node"], entry["controller_cpu_fixed_seconds"] = slope(results, cpu_key)
+        rows = [r for r in results if r.get(key) is not None]
+        increments = []
+        for a, b in zip(rows, rows[1:]):
+            increments.append(round((b[key] - a[key]) / float(b["gpu_nodes"] - a["gpu_nodes"]), 2))
+        entry["seconds_per_added_node_by_interval"] = increments
+        if per_node is not None:
+            entry["projected_seconds"] = dict((str(n), round(fixed + per_node * n)) for n in PROJECT_TO)
+        if entry.get("controller_cpu_seconds_per_added_node") is not None:
+            entry["projected_controller_cpu_seconds"] = dict(
+                (str(n), round(entry["controller_cpu_fixed_seconds"] + entry["controller_cpu_seconds_per_added_node"] * n))
+                for n in PROJECT_TO)
+        steps[label] = entry
+    judged = {}
+    for label, entry in steps.items():
+        inc = entry["seconds_per_added_node_by_interval"]
+        if len(inc) >= 2 and inc[0] > 0:
+            judged["%s grows at most linearly" % label] = inc[-1] <= LINEAR_SLACK * inc[0]
+    by_size = dict((r["gpu_nodes"], r) for r in results)
+    largest = max(by_size)
+    if 8 in by_size and largest > 8 and by_size[8].get("validate_fabric_seconds"):
+        judged["validation fabric stage at %d nodes within %.0fx its time at 8" % (largest, FABRIC_GROWTH_LIMIT)] = \
+            by_size[largest]["validate_fabric_seconds"] <= FABRIC_GROWTH_LIMIT * by_size[8]["validate_fabric_seconds"]
+    for r in results:
+        if r["gpu_nodes"] >= 16:
+            judged["warm site.yml at %d nodes changed=0" % r["gpu_nodes"]] = r["warm_changed"] == 0
+            judged["validate.yml at %d nodes passed" % r["gpu_nodes"]] = r["validate_rc"] == 0
+            if r.get("rolling_bound_seconds") is not None:
+                judged["rolling change at %d nodes within the canary plus %d batch times"
+                       % (r["gpu_nodes"], ROLLING_BATCHES)] = r["rolling_seconds"] <= r["rolling_bound_seconds"]
+    return steps, judged
+
+
+def svg(results):
+    width, height, left, bottom, top = 640, 360, 60, 40, 30
+    series = [(label, key) for label, key, dummy in STEPS]
+    colours = ["#4a78b5", "#c0504d", "#9bbb59", "#8064a2"]
+    xs = [r["gpu_nodes"] for r in results]
+    ymax = max([r.get(k) or 0 for r in results for dummy, k in series] + [1])
+    xmax = max(xs + [1])
+
+    def px(x, y):
+        return (left + (width - left - 160) * x / float(xmax), height - bottom - (height - bottom - top) * y / float(ymax))
+
+    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">'
+             % (width, height), '<text x="10" y="18">ClusterForge scale lab: wall seconds by GPU nodes</text>',
+             '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/>' % (left, height - bottom, width - 160, height - bottom),
+             '<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#444"/>' % (left, top, left, height - bottom)]
+    for x in xs:
+        gx, gy = px(x, 0)
+        parts.append('<text x="%.0f" y="%d" text-anchor="middle">%d</text>' % (gx, height - bottom + 16, x))
+    for i in range(5):
+        value = ymax * i / 4.0
+        gx, gy = px(0, value)
+        parts.append('<text x="%d" y="%.0f" text-anchor="end">%.0f s</text>' % (left - 6, gy + 4, value))
+    for n, (label, key) in enumerate(series):
+        points = [px(r["gpu_nodes"], r[key]) for r in results if r.get(key) is not None]
+        colour = colours[n % len(colours)]
+        if points:
+            parts.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
+                         % (colour, " ".join("%.1f,%.1f" % p for p in points)))
+            for p in points:
+                parts.append('<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>' % (p[0], p[1], colour))
+        parts.append('<rect x="%d" y="%d" width="10" height="10" fill="%s"/>' % (width - 150, top + 18 * n, colour))
+        parts.append('<text x="%d" y="%d">%s</text>' % (width - 135, top + 9 + 18 * n, label))
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
+def markdown(doc):
+    results, steps = doc["results"], doc["steps"]
+    lines = ["Executor `%s`, forks %s, on %s (%d CPUs) shared by the controller and every container; GPU nodes are "
+             "clones of one converged node (own host name, addresses, GPU UUIDs and HCA GUIDs), head01 and stor01 "
+             "as in `make lab`. Measured %s." % (doc["executor"], doc["forks"], doc["machine"], doc["cpus"], doc["date"]),
+             "",
+             "| GPU nodes | warm site.yml | changed | controller CPU | validate.yml | rc | controller CPU | fabric stage "
+             "| rolling change | controller CPU | canary | longest batch | batches |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append("| %d | %.0f s | %d | %.0f s | %.0f s | %d | %.0f s | %.1f s | %.0f s | %.0f s | %s | %s | %s |" % (
+            r["gpu_nodes"], r["warm_seconds"], r["warm_changed"], r["warm_controller_cpu_seconds"],
+            r["validate_seconds"], r["validate_rc"], r["validate_controller_cpu_seconds"], r["validate_fabric_seconds"],
+            r["rolling_seconds"], r["rolling_controller_cpu_seconds"],
+            ("%.0f s" % r["rolling_canary_seconds"]) if "rolling_canary_seconds" in r else "-",
+            ("%.0f s" % r["rolling_batch_seconds_max"]) if "rolling_batch_seconds_max" in r else "-",
+            len(r.get("rolling_batches", []))))
+    lines += ["", "| step | seconds per added GPU node | by interval of sizes | controller CPU per added node | "
+              + " | ".join("projected at %d" % n for n in PROJECT_TO) + " |",
+              "|---|---|---|---|" + "---|" * len(PROJECT_TO)]
+    for label, dummy, dummy2 in STEPS:
+        e = steps.get(label, {})
+        proj = e.get("projected_seconds", {})
+        lines.append("| %s | %s | %s | %s | %s |" % (
+            label, e.get("seconds_per_added_node", "-"), ", ".join(str(x) for x in e.get("seconds_per_added_node_by_interval", [])),
+            e.get("controller_cpu_seconds_per_added_node", "-"),
+            " | ".join(("%d s" % proj[str(n)]) if str(n) in proj else "-" for n in PROJECT_TO)))
+    lines.append("")
+    for name, met in sorted(doc.get("targets", {}).items()):
+        lines.append("- target: %s: %s" % (name, "met" if met else "NOT met"))
+    lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def update_doc(doc):
+    path = os.path.join(ROOT, "docs", "performance.md")
+    begin, end = "<!-- scale:begin -->", "<!-- scale:end -->"
+    with open(path) as handle:
+        text = handle.read()
+    block = begin + "\n" + markdown(doc) + end
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        text = head + block + rest.split(end, 1)[1]
+    else:
+        heading = "## Scale lab: 16, 32 and 64 GPU nodes"
+        if heading in text:
+            head, rest = text.split(heading, 1)
+            first, sep, after = rest.partition("\n\n")
+            text = head + heading + first + "\n\n" + block + "\n\n" + after
+        else:
+            text = text.rstrip("\n") + "\n\n" + heading + "\n\n" + block + "\n"
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
+def forks():
+    rc, out, dummy = bench.run([os.path.join(BIN, "ansible-config"), "dump", "--only-changed"])
+    m = re.search(r"^DEFAULT_FORKS\(.*\) = (\d+)", out, re.M)
+    return int(m.group(1)) if m else 5
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64])
+    parser.add_argument("--executor", choices=sorted(bench.EXECUTORS), default="mitogen")
+    parser.add_argument("--keep", action="store_true", help="leave the scale lab running at the end")
+    args = parser.parse_args()
+    if max(args.sizes) > 99:
+        raise SystemExit("the scale lab names GPU nodes gpu01..gpu99 on one /24 management network: at most 99")
+    os.makedirs(bench.WORK, exist_ok=True)
+    os.makedirs(OUT, exist_ok=True)
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "machine": os.uname().nodename, "cpus": os.cpu_count(), "executor": args.executor, "forks": forks(),
+           "results": []}
+    doc.update(base_image(args.executor))
+    for n, size in enumerate(sorted(set(args.sizes))):
+        doc["results"].append(size_run(size, args.executor, 600 + 10 * (n % 5)))
+        doc["steps"], doc["targets"] = analyse(doc["results"])
+        with open(os.path.join(OUT, "scale.json"), "w") as handle:
+            json.dump(doc, handle, indent=2)
+            handle.write("\n")
+        with open(os.path.join(OUT, "scale.svg"), "w") as handle:
+            handle.write(svg(doc["results"]))
+        update_doc(doc)
+    log("results: bench/scale.json, bench/scale.svg, docs/performance.md")
+    if not args.keep:
+        bench.run([bench.LAB, "down"], env=lab_env(bench.inventory(max(args.sizes))))
+        log("the scale lab is removed; `make lab` brings back inventories/lab")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

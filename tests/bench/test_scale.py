@@ -1,0 +1,74 @@
+"""The arithmetic of `make bench-scale` (tests/bench/scale.py): batches read from drain windows, the fabric stage read
+from profile_tasks, per-node costs, growth, projections and the targets. No lab is started here."""
+
+import importlib.util
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "bench"))
+SPEC = importlib.util.spec_from_file_location("cf_scale", os.path.join(ROOT, "tests", "bench", "scale.py"))
+scale = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(scale)
+
+
+def row(nodes, warm, validate, fabric, rolling, canary=20.0, batch=40.0, rc=0, changed=0):
+    return {"gpu_nodes": nodes, "warm_seconds": warm, "warm_changed": changed, "warm_controller_cpu_seconds": warm * 1.5,
+            "validate_seconds": validate, "validate_rc": rc, "validate_controller_cpu_seconds": validate,
+            "validate_fabric_seconds": fabric, "rolling_seconds": rolling, "rolling_controller_cpu_seconds": rolling,
+            "rolling_canary_seconds": canary, "rolling_batch_seconds_max": batch,
+            "rolling_bound_seconds": canary + 4 * batch, "rolling_batches": [{"nodes": 1, "seconds": canary}]}
+
+
+def test_batches_are_the_nodes_drained_before_any_of_them_resumed():
+    w = scale.DrainWindows()
+    w.drained = {"gpu01": 1.0, "gpu02": 12.0, "gpu03": 12.5, "gpu04": 30.0}
+    w.resumed = {"gpu01": 10.0, "gpu02": 25.0, "gpu03": 28.0, "gpu04": 41.0}
+    assert w.batches() == [{"nodes": 1, "seconds": 9.0}, {"nodes": 2, "seconds": 16.0}, {"nodes": 1, "seconds": 11.0}]
+    w.resumed.pop("gpu04")  # never seen back: not a finished batch
+    assert len(w.batches()) == 2
+
+
+def test_the_fabric_stage_is_the_sum_of_the_fabric_and_nccl_tasks():
+    out = "\n".join([
+        "clusterforge.gpu.validate : Measure | GPUs ------------------------------------ 3.10s",
+        "clusterforge.gpu.validate : Fabric | ibdiagnet from the first GPU node ------- 2.00s",
+        "clusterforge.gpu.validate : Fabric | ib_write_bw round 1 ------------------- 4.25s",
+        "clusterforge.gpu.validate : NCCL | all_reduce_perf across every idle GPU node - 6.00s",
+        "clusterforge.gpu.validate : Report | write validation.json ------------------- 1.00s",
+    ])
+    assert scale.fabric_seconds(out) == 12.2
+
+
+def test_linear_growth_passes_and_faster_growth_is_reported():
+    linear = [row(8, 80, 60, 10, 200), row(16, 160, 100, 11, 260), row(32, 320, 180, 12, 380), row(64, 640, 340, 14, 620)]
+    steps, judged = scale.analyse(linear)
+    assert steps["warm site.yml"]["seconds_per_added_node"] == 10.0
+    assert steps["warm site.yml"]["seconds_per_added_node_by_interval"] == [10.0, 10.0, 10.0]
+    assert steps["warm site.yml"]["projected_seconds"] == {"128": 1280, "256": 2560, "512": 5120}
+    assert judged["warm site.yml grows at most linearly"] is True
+    assert judged["validation fabric stage at 64 nodes within 2x its time at 8"] is True
+    assert judged["rolling change at 64 nodes within the canary plus 4 batch times"] is False  # 620 > 180
+    quadratic = [row(8, 80, 60, 10, 100), row(16, 200, 100, 30, 100), row(32, 700, 180, 90, 100)]
+    steps, judged = scale.analyse(quadratic)
+    assert judged["warm site.yml grows at most linearly"] is False
+    assert judged["validation fabric stage at 32 nodes within 2x its time at 8"] is False
+    assert judged["rolling change at 32 nodes within the canary plus 4 batch times"] is True
+
+
+def test_a_changed_warm_run_or_a_failed_validation_misses_its_target():
+    steps, judged = scale.analyse([row(16, 160, 100, 11, 260, changed=3, rc=2)])
+    assert judged["warm site.yml at 16 nodes changed=0"] is False
+    assert judged["validate.yml at 16 nodes passed"] is False
+
+
+def test_the_page_and_chart_show_every_size():
+    results = [row(8, 80, 60, 10, 200), row(16, 160, 100, 11, 260)]
+    doc = {"executor": "mitogen", "forks": 10, "machine": "vm", "cpus": 2, "date": "2026-11-24 23:00 UTC",
+           "results": results}
+    doc["steps"], doc["targets"] = scale.analyse(results)
+    page = scale.markdown(doc)
+    assert "| 8 | 80 s | 0 |" in page and "| 16 | 160 s | 0 |" in page
+    assert "projected at 512" in page and "- target: warm site.yml at 16 nodes changed=0: met" in page
+    chart = scale.svg(results)
+    assert chart.startswith("<svg") and chart.count("<polyline") == 4
