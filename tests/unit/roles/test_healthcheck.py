@@ -81,7 +81,7 @@ class Node(object):
         self.mounts = tmp_path / "mounts"
         self.mounts.write_text("proc /proc proc rw 0 0\n")
         self.config = {"node_name": "gpu01", "gpu_count": 8, "mounts_file": str(self.mounts), "dcgm": "auto",
-                       "syslog": False}
+                       "syslog": False, "state_dir": str(tmp_path / "state")}
         self.gpus(8)
         self.node("IDLE")
 
@@ -712,3 +712,37 @@ def test_a_hung_diagnostic_drains_within_the_budget(node):
     assert proc.wall < 10, proc.wall
     assert re.match(r"^update NodeName=gpu01 State=DRAIN Reason=cf-health: dcgmi diag: no answer within \d+ s$",
                     node.updates()[0]), node.updates()
+
+
+# --- the run's record ---
+
+@pytest.mark.parametrize("env, source", [({}, "manual"), ({"SLURMD_NODENAME": "gpu01"}, "slurmd"),
+                                         ({"CF_HEALTHCHECK_SOURCE": "epilog", "SLURMD_NODENAME": "gpu01"}, "epilog")])
+def test_each_run_records_its_summary_per_caller(node, monkeypatch, env, source):
+    for name in ("SLURMD_NODENAME", "CF_HEALTHCHECK_SOURCE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    node.gpus(8, {2: "2, 3, [N/A], No, 34"})
+    began = time.time()
+    proc = node.run()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    records = sorted(p.name for p in (node.dir / "state").iterdir())
+    assert records == ["healthcheck-%s.json" % source], records
+    record = json.loads((node.dir / "state" / records[0]).read_text())
+    assert record["source"] == source and record["node"] == "gpu01" and record["status"] == 1
+    assert record["faults"] == ["GPU 2 uncorrectable ECC errors 3"] and record["action"].startswith("drain")
+    assert began <= record["finished_at"] <= time.time()
+
+
+def test_a_record_that_cannot_be_written_changes_nothing(node):
+    (node.dir / "state").write_text("not a directory")
+    proc = node.run()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "cannot write" in proc.stderr and node.updates() == []
+
+
+def test_the_unit_names_its_runs_epilog():
+    with open(UNIT) as handle:
+        text = handle.read()
+    assert "\nEnvironment=CF_HEALTHCHECK_SOURCE=epilog\n" in text
