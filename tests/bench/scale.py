@@ -147,7 +147,7 @@ def base_image(executor):
     """A converged one-GPU-node lab; gpu01 committed as NODE_IMAGE (its emulators then take the clone's host name as
     their identity, and the hardware state that holds GPU UUIDs is dropped, so each clone makes its own)."""
     inv = bench.inventory(1)
-    env = lab_env(inv)
+    env = dict(bench.ENV, CF_LAB_INVENTORY=inv)  # every host from the lab's image: the node image is made here
     log("base: recreating the lab with one GPU node")
     bench.run([bench.LAB, "down"], env=env)
     bench.podman("image", "rm", "-f", NODE_IMAGE)
