@@ -30,6 +30,9 @@ description:
   - The O(state_file) records every setting this module applied, per GPU UUID. The boot-time unit of the
     C(clusterforge.gpu.gpu_tuning) role reads that file and applies it again at every boot, because
     B(none of these settings survives a reboot or a driver reload).
+  - The record of a GPU whose PCI slot now holds another GPU (a replaced GPU, or a system disk moved to other
+    hardware) is dropped, with a warning, when the file is written; the record of a GPU missing from an empty slot
+    (off the bus) is kept.
 options:
   gpus:
     description:
@@ -461,14 +464,30 @@ class NvidiaSmi(object):
 
         Fails, listing every problem, before anything changes.
         """
-        gpus = self.select(self.query())
+        rows = self.query()
+        gpus = self.select(rows)
         self.validate(gpus)
         self.old_gpus = copy.deepcopy(self.load_state().get("gpus", {}))
+        self.replaced = self.replaced_records(rows)
         plans = []
         for row in gpus:
             entry = self.old_gpus.get(row["uuid"], {})
             plans.append(GpuPlan(row, self.current(row, entry), self.actions(row, entry)))
         return plans
+
+    def replaced_records(self, rows):
+        """{recorded UUID: (PCI bus id, UUID now there)} for records whose PCI slot now holds another GPU: the GPU was
+        replaced (or the disk moved to other hardware), and the boot unit would fail on a GPU that is gone for good.
+        A record whose slot is empty (a GPU off the bus) is kept: that GPU may come back."""
+        present = set(row["uuid"] for row in rows)
+        by_bus = dict((normalize_bdf(row.get("pci.bus_id")), row["uuid"]) for row in rows
+                      if normalize_bdf(row.get("pci.bus_id")) is not None)
+        out = {}
+        for uuid, entry in self.old_gpus.items():
+            bus = normalize_bdf((entry or {}).get("pci_bus_id")) if isinstance(entry, dict) else None
+            if uuid not in present and bus is not None and bus in by_bus:
+                out[uuid] = (entry.get("pci_bus_id"), by_bus[bus])
+        return out
 
     def validate(self, gpus):
         """Check every request against every selected GPU; fail listing all problems before any change."""
@@ -662,6 +681,10 @@ class NvidiaSmi(object):
         """
         check_mode = self.module.check_mode
         new_gpus = copy.deepcopy(self.old_gpus)
+        for uuid, (bus, now) in sorted(self.replaced.items()):
+            new_gpus.pop(uuid, None)
+            self.module.warn("the record of GPU %s at %s is dropped from %s: that slot now holds GPU %s (a replaced GPU)"
+                             % (uuid, bus, self.state_path, now))
         for gpu in plans:
             entry = new_gpus.setdefault(gpu.uuid, {})
             for option in self.want:

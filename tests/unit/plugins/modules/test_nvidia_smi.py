@@ -688,3 +688,29 @@ def test_documentation_matches_the_argument_spec():
         assert "O(%s)" % option in " ".join(doc[reset_option]["description"])
     assert set(spec["required_one_of"][0]) == set(doc) - set(["gpus", "state_file", "nvidia_smi_path"])
     assert spec["supports_check_mode"] is True
+
+
+# ------------------------------------------------------------------------------------ replaced GPUs
+
+def test_the_record_of_a_replaced_gpu_is_dropped_and_an_absent_gpus_kept(state_file, warnings):
+    """A GPU replaced in its slot (or a system disk moved to other hardware: the scale lab's clones) leaves a record
+    the boot unit could never apply; it is dropped when the file is written. A GPU missing from an empty slot (off
+    the bus) keeps its record: it may come back."""
+    gpus = h100_gpus(3)
+    run(FakeSmi(gpus), {"power_limit_watts": 500}, state_file)
+    assert sorted(read_state(state_file)["gpus"]) == [uuid(0), uuid(1), uuid(2)]
+    new = h100_gpus(3)
+    new[1]["uuid"] = "GPU-0a0a0a0a-1111-2222-3333-444444444444"   # slot of GPU 1 now holds another GPU
+    del new[2]                                                     # GPU 2 fell off the bus: its slot is empty
+    result, _tool = run(FakeSmi(new), {"power_limit_watts": 500}, state_file)
+    assert result["state_file_changed"] is True
+    recorded = read_state(state_file)["gpus"]
+    assert sorted(recorded) == sorted([uuid(0), uuid(2), "GPU-0a0a0a0a-1111-2222-3333-444444444444"])
+    assert any("the record of GPU %s at 00000000:%s:00.0 is dropped" % (uuid(1), BUSES[1]) in w and
+               "GPU-0a0a0a0a-1111-2222-3333-444444444444" in w for w in warnings), warnings
+    # check mode writes nothing
+    again = h100_gpus(3)
+    again[0]["uuid"] = "GPU-0b0b0b0b-1111-2222-3333-444444444444"
+    before = read_state(state_file)
+    result, _tool = run(FakeSmi(again), {"power_limit_watts": 500}, state_file, check_mode=True)
+    assert result["changed"] is True and read_state(state_file) == before
