@@ -52,20 +52,40 @@ class Tool(object):
         return sum(1 for c in self.calls if all(any(n in a for a in c) for n in needles))
 
 
+def _exit_json(self, **kwargs):
+    kwargs.setdefault("changed", False)
+    raise _Exit(kwargs)
+
+
+def _fail_json(self, msg=None, **kwargs):
+    kwargs["failed"] = True
+    kwargs["msg"] = msg
+    raise _Exit(kwargs)
+
+
+def _main(module):
+    try:
+        module.main()
+    except _Exit as e:
+        # Round-trip through JSON like the real wire format, so non-serialisable results fail the test.
+        return json.loads(json.dumps(e.result))
+    raise AssertionError("module returned without calling exit_json or fail_json")
+
+
+def run_main(module, args, check_mode=False):
+    """Run ``module.main()`` with ``args`` and the real commands (for modules that start their processes
+    themselves, against fake executables on PATH); return its result dict."""
+    args = dict(args, _ansible_check_mode=check_mode)
+    with patch_module_args(args), mock.patch.multiple(basic.AnsibleModule, exit_json=_exit_json, fail_json=_fail_json):
+        return _main(module)
+
+
 def run_module(module, args, tool, check_mode=False, diff=False):
     """Run ``module.main()`` with ``args``; return its result dict."""
     args = dict(args)
     args["_ansible_check_mode"] = check_mode
     args["_ansible_diff"] = diff
-
-    def exit_json(self, **kwargs):
-        kwargs.setdefault("changed", False)
-        raise _Exit(kwargs)
-
-    def fail_json(self, msg=None, **kwargs):
-        kwargs["failed"] = True
-        kwargs["msg"] = msg
-        raise _Exit(kwargs)
+    exit_json, fail_json = _exit_json, _fail_json
 
     def run_command(self, args, **kwargs):
         return tool.answer(args, kwargs.get("data"))
@@ -80,9 +100,4 @@ def run_module(module, args, tool, check_mode=False, diff=False):
     with patch_module_args(args), \
             mock.patch.multiple(basic.AnsibleModule, exit_json=exit_json, fail_json=fail_json,
                                 run_command=run_command, get_bin_path=get_bin_path):
-        try:
-            module.main()
-        except _Exit as e:
-            # Round-trip through JSON like the real wire format, so non-serialisable results fail the test.
-            return json.loads(json.dumps(e.result))
-    raise AssertionError("module returned without calling exit_json or fail_json")
+        return _main(module)

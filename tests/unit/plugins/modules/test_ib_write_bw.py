@@ -12,12 +12,8 @@ import time
 
 import pytest
 
-from unittest import mock
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.clusterforge.gpu.plugins.modules import ib_write_bw
+from cf_module_helper import run_main
 
 # Fake ib_write_bw: the server side prints the banner and its header and exits 0 (after FAKE_IB_SERVER_SECONDS);
 # the client side prints the result table with FAKE_IB_GBPS_<hca> Gb/s (default 388.4), or refuses the first
@@ -88,11 +84,6 @@ print(line)
 '''
 
 
-class _Exit(Exception):
-    def __init__(self, result):
-        super().__init__(result)
-        self.result = result
-
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
@@ -123,22 +114,7 @@ def overlapped(tmp_path):
 
 
 def run(args, check_mode=False):
-    args = dict(args, _ansible_check_mode=check_mode)
-
-    def exit_json(self, **kwargs):
-        kwargs.setdefault("changed", False)
-        raise _Exit(kwargs)
-
-    def fail_json(self, msg=None, **kwargs):
-        kwargs.update(failed=True, msg=msg)
-        raise _Exit(kwargs)
-
-    with patch_module_args(args), mock.patch.multiple(basic.AnsibleModule, exit_json=exit_json, fail_json=fail_json):
-        try:
-            ib_write_bw.main()
-        except _Exit as e:
-            return json.loads(json.dumps(e.result))
-    raise AssertionError("no exit_json or fail_json")
+    return run_main(ib_write_bw, args, check_mode)
 
 
 TESTS = [{"hca": "mlx5_0", "port": 18515}, {"hca": "mlx5_1", "port": 18516}, {"hca": "mlx5_2", "port": 18517}]

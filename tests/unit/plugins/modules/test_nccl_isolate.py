@@ -12,12 +12,8 @@ import sys
 
 import pytest
 
-from unittest import mock
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.clusterforge.gpu.plugins.modules import nccl_isolate
+from cf_module_helper import run_main
 
 FAKE_SRUN = r'''
 import json, os, sys, time
@@ -58,11 +54,6 @@ print("# Collective test concluded: all_reduce_perf")
 '''
 
 
-class _Exit(Exception):
-    def __init__(self, result):
-        super().__init__(result)
-        self.result = result
-
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
@@ -84,22 +75,7 @@ def calls(tmp_path):
 
 
 def run(args, check_mode=False):
-    args = dict(args, _ansible_check_mode=check_mode)
-
-    def exit_json(self, **kwargs):
-        kwargs.setdefault("changed", False)
-        raise _Exit(kwargs)
-
-    def fail_json(self, msg=None, **kwargs):
-        kwargs.update(failed=True, msg=msg)
-        raise _Exit(kwargs)
-
-    with patch_module_args(args), mock.patch.multiple(basic.AnsibleModule, exit_json=exit_json, fail_json=fail_json):
-        try:
-            nccl_isolate.main()
-        except _Exit as e:
-            return json.loads(json.dumps(e.result))
-    raise AssertionError("no exit_json or fail_json")
+    return run_main(nccl_isolate, args, check_mode)
 
 
 NODES = ["gpu%02d" % i for i in range(1, 9)]
