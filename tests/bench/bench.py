@@ -112,6 +112,20 @@ def inventory(size):
     return inv
 
 
+def change_inventory(name, power_w):
+    """An inventory source that sets every GPU node's power limit: a directory with its own group_vars, which
+    override the lab inventory's group_vars (an inventory file's inline group vars would not: group_vars files take
+    precedence over them, and the lab's group_vars set the power limit)."""
+    path = os.path.join(WORK, name)
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(os.path.join(path, "group_vars"))
+    with open(os.path.join(path, "hosts.yml"), "w") as handle:
+        handle.write("all:\n  children:\n    gpu_nodes: {}\n")
+    with open(os.path.join(path, "group_vars", "gpu_nodes.yml"), "w") as handle:
+        handle.write("gpu_tuning_power_limit_watts: %d\n" % power_w)
+    return path
+
+
 def podman(*argv):
     proc = subprocess.run(["podman"] + list(argv), env=ENV, capture_output=True, text=True, timeout=300, check=False)
     return proc.returncode, proc.stdout
@@ -281,9 +295,7 @@ def bench_size(size, executor):
     result["slurm_stages_seconds"] = round(secs, 1)
     result["slurm_stages_changed"] = sum(r["changed"] for r in recap(out).values())
     log("%d GPU nodes: Slurm stages %.0f s, changed=%d; rolling change" % (size, secs, result["slurm_stages_changed"]))
-    change = os.path.join(WORK, "change-%d.yml" % size)
-    with open(change, "w") as handle:
-        handle.write("gpu_nodes:\n  vars:\n    gpu_tuning_power_limit_watts: 600\n")
+    change = change_inventory("change-%d" % size, 600)
     with Schedulable(size) as sched:
         rc, out, secs = run(playbook + ["-i", change, "playbooks/rolling_reconfigure.yml", "-e",
                                         '{"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2}'],

@@ -56,6 +56,23 @@ def gpu_names(size):
     return ["gpu%02d" % i for i in range(1, size + 1)]
 
 
+def inventory(size):
+    """bench.inventory's lab with gpu01..gpuNN at 10.77.0.(100+N) (and 10.78.0.(100+N)): clear of head01 (.10) and
+    stor01 (.31), which the lab's own addresses (.20+N) reach from gpu11 on."""
+    inv = bench.inventory(size)
+    path = os.path.join(inv, "hosts.yml")
+    with open(path) as handle:
+        text = handle.read()
+    for i in range(1, size + 1):
+        text = text.replace("        gpu%02d:\n          cluster_mgmt_ip: 10.77.0.%d\n          cluster_fabric_ip: 10.78.0.%d\n"
+                            % (i, 20 + i, 20 + i),
+                            "        gpu%02d:\n          cluster_mgmt_ip: 10.77.0.%d\n          cluster_fabric_ip: 10.78.0.%d\n"
+                            % (i, 100 + i, 100 + i))
+    with open(path, "w") as handle:
+        handle.write(text)
+    return inv
+
+
 def lab_env(inv):
     return dict(bench.ENV, CF_LAB_INVENTORY=inv, CF_LAB_NODE_IMAGE=NODE_IMAGE, CF_LAB_NODE_IMAGE_HOSTS="gpu[0-9]+")
 
@@ -146,7 +163,7 @@ class DrainWindows(object):
 def base_image(executor):
     """A converged one-GPU-node lab; gpu01 committed as NODE_IMAGE (its emulators then take the clone's host name as
     their identity, and the hardware state that holds GPU UUIDs is dropped, so each clone makes its own)."""
-    inv = bench.inventory(1)
+    inv = inventory(1)
     env = dict(bench.ENV, CF_LAB_INVENTORY=inv)  # every host from the lab's image: the node image is made here
     log("base: recreating the lab with one GPU node")
     bench.run([bench.LAB, "down"], env=env)
@@ -183,7 +200,7 @@ def node_identities(gpus):
 
 
 def size_run(size, executor, power_w):
-    inv = bench.inventory(size)
+    inv = inventory(size)
     env = lab_env(inv)
     play_env = dict(bench.ENV, **bench.EXECUTORS[executor])
     gpus = gpu_names(size)
@@ -221,9 +238,7 @@ def size_run(size, executor, power_w):
     log("%d GPU nodes: validate %.0f s (rc %d), fabric stage %.1f s" % (size, secs, rc, result["validate_fabric_seconds"]))
 
     log("%d GPU nodes: rolling change of every node (power limit %d W)" % (size, power_w))
-    change = os.path.join(bench.WORK, "scale-change-%d.yml" % size)
-    with open(change, "w") as handle:
-        handle.write("gpu_nodes:\n  vars:\n    gpu_tuning_power_limit_watts: %d\n" % power_w)
+    change = bench.change_inventory("scale-change-%d" % size, power_w)
     extra = {"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2,
              "rolling_serial": [1, "25%"]}
     with DrainWindows() as windows:
@@ -422,7 +437,7 @@ def main():
         update_doc(doc)
     log("results: bench/scale.json, bench/scale.svg, docs/performance.md")
     if not args.keep:
-        bench.run([bench.LAB, "down"], env=lab_env(bench.inventory(max(args.sizes))))
+        bench.run([bench.LAB, "down"], env=lab_env(inventory(max(args.sizes))))
         log("the scale lab is removed; `make lab` brings back inventories/lab")
     return 0
 
