@@ -349,6 +349,10 @@ def svg(results):
     return "\n".join(parts) + "\n"
 
 
+def _or_dash(value):
+    return "-" if value is None else value
+
+
 def markdown(doc):
     results, steps = doc["results"], doc["steps"]
     lines = ["Executor `%s`, forks %s, on %s (%d CPUs) shared by the controller and every container; GPU nodes are "
@@ -373,8 +377,9 @@ def markdown(doc):
         e = steps.get(label, {})
         proj = e.get("projected_seconds", {})
         lines.append("| %s | %s | %s | %s | %s |" % (
-            label, e.get("seconds_per_added_node", "-"), ", ".join(str(x) for x in e.get("seconds_per_added_node_by_interval", [])),
-            e.get("controller_cpu_seconds_per_added_node", "-"),
+            label, _or_dash(e.get("seconds_per_added_node")),
+            ", ".join(str(x) for x in e.get("seconds_per_added_node_by_interval", [])) or "-",
+            _or_dash(e.get("controller_cpu_seconds_per_added_node")),
             " | ".join(("%d s" % proj[str(n)]) if str(n) in proj else "-" for n in PROJECT_TO)))
     lines.append("")
     for name, met in sorted(doc.get("targets", {}).items()):
