@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """ClusterForge scale lab (`make bench-scale`; not a timed test): how the controller's cost grows with the node count.
 
 One GPU node is converged with site.yml (head01, stor01 and gpu01, as in `make lab`) and committed as a container

@@ -84,7 +84,6 @@ print(line)
 '''
 
 
-
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     bindir = tmp_path / "bin"

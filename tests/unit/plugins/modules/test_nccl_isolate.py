@@ -54,7 +54,6 @@ print("# Collective test concluded: all_reduce_perf")
 '''
 
 
-
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
     bindir = tmp_path / "bin"
