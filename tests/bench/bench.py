@@ -198,12 +198,12 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-class Schedulable(object):
-    """Polls sinfo on the controller; keeps the least share of GPU nodes not drained."""
+class SinfoPoller(object):
+    """Polls `sinfo` for the GPU nodes' states on the controller every second, in a thread, while in a `with` block;
+    each answer goes to sample(rows, seconds since the start), rows being [(node, state)]."""
 
-    def __init__(self, total):
-        self.total = total
-        self.least = 1.0
+    def __init__(self):
+        self.start = time.monotonic()
         self.samples = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
@@ -211,12 +211,14 @@ class Schedulable(object):
     def loop(self):
         while not self.stop.is_set():
             rc, out = podman("exec", "head01", "sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %t")
-            if rc == 0 and out.strip():
-                rows = [line.split() for line in out.splitlines() if line.strip()]
-                ok = sum(1 for name, state in rows if not state.startswith(("drain", "drng", "down", "fail")))
-                self.least = min(self.least, ok / float(self.total))
+            rows = [tuple(line.split()) for line in out.splitlines() if len(line.split()) == 2]
+            if rc == 0 and rows:
+                self.sample(rows, time.monotonic() - self.start)
                 self.samples += 1
             self.stop.wait(1)
+
+    def sample(self, rows, now):
+        raise NotImplementedError
 
     def __enter__(self):
         self.thread.start()
@@ -225,6 +227,19 @@ class Schedulable(object):
     def __exit__(self, *exc):
         self.stop.set()
         self.thread.join(10)
+
+
+class Schedulable(SinfoPoller):
+    """The least share of GPU nodes not drained."""
+
+    def __init__(self, total):
+        super().__init__()
+        self.total = total
+        self.least = 1.0
+
+    def sample(self, rows, now):
+        ok = sum(1 for name, state in rows if not state.startswith(("drain", "drng", "down", "fail")))
+        self.least = min(self.least, ok / float(self.total))
 
 
 def bench_size(size, executor):

@@ -26,7 +26,6 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -110,41 +109,21 @@ def fabric_seconds(out):
     return round(sum(secs for name, secs in task_times(out) if FABRIC_TASK.search(name)), 1)
 
 
-class DrainWindows(object):
-    """Polls sinfo on head01 every second; per GPU node, when it was first seen drained and when it was first seen
-    schedulable again after that."""
+class DrainWindows(bench.SinfoPoller):
+    """Per GPU node, when it was first seen drained and when it was first seen schedulable again after that."""
 
     def __init__(self):
-        self.start = time.monotonic()
+        super().__init__()
         self.drained = {}
         self.resumed = {}
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.loop, daemon=True)
 
-    def loop(self):
-        while not self.stop.is_set():
-            rc, out = bench.podman("exec", "head01", "sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %t")
-            now = time.monotonic() - self.start
-            if rc == 0:
-                for line in out.splitlines():
-                    fields = line.split()
-                    if len(fields) != 2:
-                        continue
-                    name, state = fields
-                    down = state.startswith(("drain", "drng", "down", "fail", "boot", "reboot"))
-                    if down and name not in self.drained:
-                        self.drained[name] = now
-                    elif not down and name in self.drained and name not in self.resumed:
-                        self.resumed[name] = now
-            self.stop.wait(1)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(10)
+    def sample(self, rows, now):
+        for name, state in rows:
+            down = state.startswith(("drain", "drng", "down", "fail", "boot", "reboot"))
+            if down and name not in self.drained:
+                self.drained[name] = now
+            elif not down and name in self.drained and name not in self.resumed:
+                self.resumed[name] = now
 
     def batches(self):
         """[{nodes, seconds}] in order: a batch is the nodes drained before any node of it was resumed."""

@@ -72,3 +72,16 @@ def test_the_page_and_chart_show_every_size():
     assert "projected at 512" in page and "- target: warm site.yml at 16 nodes changed=0: met" in page
     chart = scale.svg(results)
     assert chart.startswith("<svg") and chart.count("<polyline") == 4
+
+
+def test_the_sinfo_samples_give_the_drain_windows_and_the_least_schedulable_share():
+    w = scale.DrainWindows()
+    w.sample([("gpu01", "idle"), ("gpu02", "idle")], 0.0)
+    w.sample([("gpu01", "drain"), ("gpu02", "idle")], 1.0)
+    w.sample([("gpu01", "drng"), ("gpu02", "idle")], 2.0)
+    w.sample([("gpu01", "idle"), ("gpu02", "mix")], 3.0)
+    assert (w.drained, w.resumed) == ({"gpu01": 1.0}, {"gpu01": 3.0})
+    s = scale.bench.Schedulable(2)
+    s.sample([("gpu01", "drain"), ("gpu02", "idle")], 1.0)
+    s.sample([("gpu01", "idle"), ("gpu02", "idle")], 2.0)
+    assert s.least == 0.5

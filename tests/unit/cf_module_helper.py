@@ -13,6 +13,9 @@ Usage::
 """
 
 import json
+import os
+import stat
+import sys
 
 from unittest import mock
 
@@ -101,3 +104,14 @@ def run_module(module, args, tool, check_mode=False, diff=False):
             mock.patch.multiple(basic.AnsibleModule, exit_json=exit_json, fail_json=fail_json,
                                 run_command=run_command, get_bin_path=get_bin_path):
         return _main(module)
+
+
+def install_fake(tmp_path, monkeypatch, name, source):
+    """A fake executable ``name`` (Python ``source``) first on PATH, for modules that start their own processes."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    tool = bindir / name
+    tool.write_text("#!%s\n%s" % (sys.executable, source))
+    tool.chmod(tool.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
+    return tool

@@ -6,14 +6,12 @@ start and can refuse connections for a while (a server that does not listen yet)
 
 import json
 import os
-import stat
-import sys
 import time
 
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.modules import ib_write_bw
-from cf_module_helper import run_main
+from cf_module_helper import install_fake, run_main
 
 # Fake ib_write_bw: the server side prints the banner and its header and exits 0 (after FAKE_IB_SERVER_SECONDS);
 # the client side prints the result table with FAKE_IB_GBPS_<hca> Gb/s (default 388.4), or refuses the first
@@ -86,12 +84,7 @@ print(line)
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    tool = bindir / "ib_write_bw"
-    tool.write_text("#!%s\n%s" % (sys.executable, FAKE))
-    tool.chmod(tool.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
+    install_fake(tmp_path, monkeypatch, "ib_write_bw", FAKE)
     monkeypatch.setenv("FAKE_IB_LOG", str(tmp_path / "log"))
     for key in list(os.environ):
         if key.startswith("FAKE_IB_") and key != "FAKE_IB_LOG":

@@ -6,14 +6,11 @@ nccl-tests' layout (its own numbers): slow when a node of FAKE_BAD_NODES or both
 are in the set."""
 
 import json
-import os
-import stat
-import sys
 
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.modules import nccl_isolate
-from cf_module_helper import run_main
+from cf_module_helper import install_fake, run_main
 
 FAKE_SRUN = r'''
 import json, os, sys, time
@@ -56,12 +53,7 @@ print("# Collective test concluded: all_reduce_perf")
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    tool = bindir / "srun"
-    tool.write_text("#!%s\n%s" % (sys.executable, FAKE_SRUN))
-    tool.chmod(tool.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
+    install_fake(tmp_path, monkeypatch, "srun", FAKE_SRUN)
     monkeypatch.setenv("FAKE_SRUN_LOG", str(tmp_path / "log"))
     for key in ("FAKE_BAD_NODES", "FAKE_BAD_PAIRS", "FAKE_SRUN_SECONDS", "FAKE_DOWN_NODES"):
         monkeypatch.delenv(key, raising=False)
