@@ -257,12 +257,25 @@ def slope(results, key):
 STEPS = [("warm site.yml", "warm_seconds", "warm_controller_cpu_seconds"),
          ("validate.yml", "validate_seconds", "validate_controller_cpu_seconds"),
          ("validation fabric stage", "validate_fabric_seconds", None),
-         ("rolling change", "rolling_seconds", "rolling_controller_cpu_seconds")]
+         ("rolling change", "rolling_seconds", "rolling_controller_cpu_seconds"),
+         ("rolling, outside drains", "rolling_outside_drain_seconds", None)]
+
+
+def outside_drains(result):
+    """The rolling change's seconds outside the batches' drain windows (the batches follow one another): preflight,
+    the plan's check-mode run on every node, and each batch's work before its first drain and after its last
+    resume. None without batches."""
+    batches = result.get("rolling_batches") or []
+    if not batches or result.get("rolling_seconds") is None:
+        return None
+    return round(result["rolling_seconds"] - sum(b["seconds"] for b in batches), 1)
 
 
 def analyse(results):
     """Per step: seconds and controller CPU per added GPU node, the fixed part, growth between the sizes, and the
     projection to PROJECT_TO; then the targets."""
+    for r in results:
+        r["rolling_outside_drain_seconds"] = outside_drains(r)
     steps = {}
     for label, key, cpu_key in STEPS:
         per_node, fixed = slope(results, key)
@@ -304,7 +317,7 @@ def analyse(results):
 def svg(results):
     width, height, left, bottom, top = 640, 360, 60, 40, 30
     series = [(label, key) for label, key, dummy in STEPS]
-    colours = ["#4a78b5", "#c0504d", "#9bbb59", "#8064a2"]
+    colours = ["#4a78b5", "#c0504d", "#9bbb59", "#8064a2", "#f79646"]
     xs = [r["gpu_nodes"] for r in results]
     ymax = max([r.get(k) or 0 for r in results for dummy, k in series] + [1])
     xmax = max(xs + [1])
@@ -348,16 +361,18 @@ def markdown(doc):
              "as in `make lab`. Measured %s." % (doc["executor"], doc["forks"], doc["machine"], doc["cpus"], doc["date"]),
              "",
              "| GPU nodes | warm site.yml | changed | controller CPU | validate.yml | rc | controller CPU | fabric stage "
-             "| rolling change | controller CPU | canary | longest batch | batches |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| rolling change | controller CPU | canary | longest batch | batches | outside drains |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append("| %d | %.0f s | %d | %.0f s | %.0f s | %d | %.0f s | %.1f s | %.0f s | %.0f s | %s | %s | %s |" % (
+        lines.append("| %d | %.0f s | %d | %.0f s | %.0f s | %d | %.0f s | %.1f s | %.0f s | %.0f s | %s | %s | %s | %s |" % (
             r["gpu_nodes"], r["warm_seconds"], r["warm_changed"], r["warm_controller_cpu_seconds"],
             r["validate_seconds"], r["validate_rc"], r["validate_controller_cpu_seconds"], r["validate_fabric_seconds"],
             r["rolling_seconds"], r["rolling_controller_cpu_seconds"],
             ("%.0f s" % r["rolling_canary_seconds"]) if "rolling_canary_seconds" in r else "-",
             ("%.0f s" % r["rolling_batch_seconds_max"]) if "rolling_batch_seconds_max" in r else "-",
-            len(r.get("rolling_batches", []))))
+            len(r.get("rolling_batches", [])),
+            ("%.0f s" % r["rolling_outside_drain_seconds"]) if r.get("rolling_outside_drain_seconds") is not None
+            else "-"))
     lines += ["", "| step | seconds per added GPU node | by interval of sizes | controller CPU per added node | "
               + " | ".join("projected at %d" % n for n in PROJECT_TO) + " |",
               "|---|---|---|---|" + "---|" * len(PROJECT_TO)]
@@ -397,6 +412,17 @@ def update_doc(doc):
         handle.write(text)
 
 
+def write_results(doc):
+    """Judge the results so far; write bench/scale.json, bench/scale.svg and the section of docs/performance.md."""
+    doc["steps"], doc["targets"] = analyse(doc["results"])
+    with open(os.path.join(OUT, "scale.json"), "w") as handle:
+        json.dump(doc, handle, indent=2)
+        handle.write("\n")
+    with open(os.path.join(OUT, "scale.svg"), "w") as handle:
+        handle.write(svg(doc["results"]))
+    update_doc(doc)
+
+
 def forks():
     rc, out, dummy = bench.run([os.path.join(BIN, "ansible-config"), "dump", "--only-changed"])
     m = re.search(r"^DEFAULT_FORKS\(.*\) = (\d+)", out, re.M)
@@ -410,7 +436,14 @@ def main():
     # (docs/performance.md, "Mitogen").
     parser.add_argument("--executor", choices=sorted(bench.EXECUTORS), default="ansible")
     parser.add_argument("--keep", action="store_true", help="leave the scale lab running at the end")
+    parser.add_argument("--report-only", action="store_true",
+                        help="no lab: judge bench/scale.json again and rewrite bench/scale.svg and docs/performance.md")
     args = parser.parse_args()
+    if args.report_only:
+        with open(os.path.join(OUT, "scale.json")) as handle:
+            doc = json.load(handle)
+        write_results(doc)
+        return 0
     if max(args.sizes) > 99:
         raise SystemExit("the scale lab names GPU nodes gpu01..gpu99 on one /24 management network: at most 99")
     os.makedirs(bench.WORK, exist_ok=True)
@@ -421,13 +454,7 @@ def main():
     doc.update(base_image(args.executor))
     for n, size in enumerate(sorted(set(args.sizes))):
         doc["results"].append(size_run(size, args.executor, 600 + 10 * (n % 5)))
-        doc["steps"], doc["targets"] = analyse(doc["results"])
-        with open(os.path.join(OUT, "scale.json"), "w") as handle:
-            json.dump(doc, handle, indent=2)
-            handle.write("\n")
-        with open(os.path.join(OUT, "scale.svg"), "w") as handle:
-            handle.write(svg(doc["results"]))
-        update_doc(doc)
+        write_results(doc)
     log("results: bench/scale.json, bench/scale.svg, docs/performance.md")
     if not args.keep:
         bench.run([bench.LAB, "down"], env=lab_env(inventory(max(args.sizes))))

@@ -71,7 +71,7 @@ def test_the_page_and_chart_show_every_size():
     assert "| 8 | 80 s | 0 |" in page and "| 16 | 160 s | 0 |" in page
     assert "projected at 512" in page and "- target: warm site.yml at 16 nodes changed=0: met" in page
     chart = scale.svg(results)
-    assert chart.startswith("<svg") and chart.count("<polyline") == 4
+    assert chart.startswith("<svg") and chart.count("<polyline") == len(scale.STEPS)
 
 
 def test_the_sinfo_samples_give_the_drain_windows_and_the_least_schedulable_share():
@@ -85,3 +85,14 @@ def test_the_sinfo_samples_give_the_drain_windows_and_the_least_schedulable_shar
     s.sample([("gpu01", "drain"), ("gpu02", "idle")], 1.0)
     s.sample([("gpu01", "idle"), ("gpu02", "idle")], 2.0)
     assert s.least == 0.5
+
+
+def test_the_rolling_time_outside_drain_windows_is_what_the_batches_do_not_cover():
+    r = row(8, 80, 60, 10, 76.0)
+    r["rolling_batches"] = [{"nodes": 1, "seconds": 5.5}, {"nodes": 2, "seconds": 6.0}, {"nodes": 2, "seconds": 4.5}]
+    assert scale.outside_drains(r) == 60.0
+    steps, dummy = scale.analyse([r, dict(row(16, 160, 100, 11, 100.0), rolling_batches=[{"nodes": 1, "seconds": 20.0}])])
+    assert steps["rolling, outside drains"]["seconds_per_added_node_by_interval"] == [2.5]
+    assert scale.outside_drains(dict(r, rolling_batches=[])) is None
+    assert "| 60 s |" in scale.markdown(dict(date="d", executor="ansible", forks=10, machine="m", cpus=2,
+                                              results=[r], steps=steps, targets={}))
