@@ -358,7 +358,8 @@ def markdown(doc):
     results, steps = doc["results"], doc["steps"]
     lines = ["Executor `%s`, forks %s, on %s (%d CPUs) shared by the controller and every container; GPU nodes are "
              "clones of one converged node (own host name, addresses, GPU UUIDs and HCA GUIDs), head01 and stor01 "
-             "as in `make lab`. Measured %s." % (doc["executor"], doc["forks"], doc["machine"], doc["cpus"], doc["date"]),
+             "as in `make lab`. Measured %s%s." % (doc["executor"], doc["forks"], doc["machine"], doc["cpus"], doc["date"],
+                                        "; resumed %s" % doc["resumed"] if doc.get("resumed") else ""),
              "",
              "| GPU nodes | warm site.yml | changed | controller CPU | validate.yml | rc | controller CPU | fabric stage "
              "| rolling change | controller CPU | canary | longest batch | batches | outside drains |",
@@ -429,6 +430,25 @@ def forks():
     return int(m.group(1)) if m else 5
 
 
+def resumed(args, now):
+    """bench/scale.json of an earlier run that stopped, with only the sizes below those asked for now; the node image
+    and the lab of that run must still be there (same executor and forks)."""
+    with open(os.path.join(OUT, "scale.json")) as handle:
+        doc = json.load(handle)
+    first = min(args.sizes)
+    doc["results"] = [r for r in doc["results"] if r["gpu_nodes"] < first]
+    if doc.get("executor") != args.executor or doc.get("forks") != forks():
+        raise SystemExit("--resume: bench/scale.json was measured with executor %s and %s forks, not %s and %s"
+                         % (doc.get("executor"), doc.get("forks"), args.executor, forks()))
+    rc, dummy = bench.podman("image", "exists", NODE_IMAGE)
+    if rc != 0:
+        raise SystemExit("--resume: the node image %s is gone: run without --resume" % NODE_IMAGE)
+    doc["resumed"] = "%s (sizes %s after %s)" % (now, " ".join(str(s) for s in sorted(set(args.sizes))),
+                                                 " ".join(str(r["gpu_nodes"]) for r in doc["results"]) or "none")
+    log("resuming after %s GPU nodes" % (", ".join(str(r["gpu_nodes"]) for r in doc["results"]) or "no size"))
+    return doc
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64])
@@ -436,6 +456,9 @@ def main():
     # (docs/performance.md, "Mitogen").
     parser.add_argument("--executor", choices=sorted(bench.EXECUTORS), default="ansible")
     parser.add_argument("--keep", action="store_true", help="leave the scale lab running at the end")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on from bench/scale.json and the running scale lab: keep the results of the sizes "
+                             "below the first one asked for, reuse the node image, do not rebuild the base")
     parser.add_argument("--report-only", action="store_true",
                         help="no lab: judge bench/scale.json again and rewrite bench/scale.svg and docs/performance.md")
     args = parser.parse_args()
@@ -448,12 +471,16 @@ def main():
         raise SystemExit("the scale lab names GPU nodes gpu01..gpu99 on one /24 management network: at most 99")
     os.makedirs(bench.WORK, exist_ok=True)
     os.makedirs(OUT, exist_ok=True)
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "machine": os.uname().nodename, "cpus": os.cpu_count(), "executor": args.executor, "forks": forks(),
-           "results": []}
-    doc.update(base_image(args.executor))
-    for n, size in enumerate(sorted(set(args.sizes))):
-        doc["results"].append(size_run(size, args.executor, 600 + 10 * (n % 5)))
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    if args.resume:
+        doc = resumed(args, now)
+    else:
+        doc = {"date": now, "machine": os.uname().nodename, "cpus": os.cpu_count(), "executor": args.executor,
+               "forks": forks(), "results": []}
+        doc.update(base_image(args.executor))
+    for size in sorted(set(args.sizes)):
+        # each size rolls out another power limit than the size before, so that every node changes
+        doc["results"].append(size_run(size, args.executor, 600 + 10 * (len(doc["results"]) % 5)))
         write_results(doc)
     log("results: bench/scale.json, bench/scale.svg, docs/performance.md")
     if not args.keep:

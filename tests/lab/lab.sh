@@ -75,10 +75,29 @@ SRC
   log "image $IMAGE built"
 }
 
+# Each systemd container holds a few inotify instances (systemd, journald and services watching their files):
+# with the kernel's default of 128 per user the scale lab's 33rd container cannot start systemd (exit 255, no log).
+# Raised for the planned number of hosts, never lowered; needs root (the lab runs podman as root).
+host_limits() {
+  local hosts=$1 key want have
+  for key in max_user_instances:$((hosts * 16 + 256)) max_user_watches:$((hosts * 16384 + 131072)); do
+    want=${key#*:}; key=${key%%:*}
+    have=$(cat "/proc/sys/fs/inotify/$key" 2>/dev/null || echo 0)
+    if [ "$have" -lt "$want" ]; then
+      if sysctl -qw "fs.inotify.$key=$want" 2>/dev/null; then
+        log "raised fs.inotify.$key from $have to $want for $hosts containers"
+      else
+        log "WARNING: fs.inotify.$key is $have, under the $want that $hosts systemd containers need (run as root)"
+      fi
+    fi
+  done
+}
+
 up() {
   image
   local plan hosts=() net_mgmt net_fabric
   plan=$(lab_plan)
+  host_limits "$(grep -c '^HOST' <<<"$plan")"
   read -r _ net_mgmt net_fabric <<<"$(grep '^NET' <<<"$plan")"
   podman network exists "$NETWORK" || { log "creating network $NETWORK ($net_mgmt)"; podman network create --subnet "$net_mgmt" "$NETWORK" >/dev/null; }
   podman network exists "$FABRIC_NETWORK" || { log "creating network $FABRIC_NETWORK ($net_fabric)"; podman network create --subnet "$net_fabric" "$FABRIC_NETWORK" >/dev/null; }
