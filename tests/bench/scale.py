@@ -81,7 +81,10 @@ def playbook_cmd(inv, executor, *args):
 
 def must(rc, out, what):
     if rc != 0:
-        raise SystemExit("%s failed (rc %d):\n%s" % (what, rc, out[-8000:]))
+        path = os.path.join(bench.WORK, re.sub(r"[^A-Za-z0-9]+", "-", what).strip("-") + ".log")
+        with open(path, "w") as handle:
+            handle.write(out)
+        raise SystemExit("%s failed (rc %d; whole output in %s):\n%s" % (what, rc, path, out[-8000:]))
 
 
 def timed(cmd, env):
@@ -204,6 +207,14 @@ def size_run(size, executor, power_w):
     if result["distinct_gpu_uuids"] != size or result["distinct_hca_guids"] != size:
         raise SystemExit("clones share hardware identifiers: %s" % json.dumps(ids, indent=1))
 
+    if getattr(size_run, "skip_warm", False):
+        log("%d GPU nodes: join and warm site.yml skipped (--skip-warm): the lab is joined already" % size)
+    else:
+        join_and_warm(size, inv, executor, play_env, result)
+    return measure_validate_and_roll(size, inv, executor, play_env, power_w, result)
+
+
+def join_and_warm(size, inv, executor, play_env, result):
     log("%d GPU nodes: join (site.yml brings the new clones in)" % size)
     rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), play_env)
     must(rc, out, "site.yml (join, %d)" % size)
@@ -215,6 +226,8 @@ def size_run(size, executor, power_w):
     result.update(warm_seconds=round(secs, 1), warm_changed=changed(out), warm_controller_cpu_seconds=round(cpu, 1))
     log("%d GPU nodes: warm %.0f s, changed=%d, controller CPU %.0f s" % (size, secs, result["warm_changed"], cpu))
 
+
+def measure_validate_and_roll(size, inv, executor, play_env, power_w, result):
     log("%d GPU nodes: validate.yml" % size)
     venv = dict(play_env, ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks",
                 PROFILE_TASKS_TASK_OUTPUT_LIMIT="all", PROFILE_TASKS_SORT_ORDER="none")
@@ -306,7 +319,8 @@ def analyse(results):
             by_size[largest]["validate_fabric_seconds"] <= FABRIC_GROWTH_LIMIT * by_size[8]["validate_fabric_seconds"]
     for r in results:
         if r["gpu_nodes"] >= 16:
-            judged["warm site.yml at %d nodes changed=0" % r["gpu_nodes"]] = r["warm_changed"] == 0
+            if r.get("warm_changed") is not None:
+                judged["warm site.yml at %d nodes changed=0" % r["gpu_nodes"]] = r["warm_changed"] == 0
             judged["validate.yml at %d nodes passed" % r["gpu_nodes"]] = r["validate_rc"] == 0
             if r.get("rolling_bound_seconds") is not None:
                 judged["rolling change at %d nodes within the canary plus %d batch times"
@@ -350,6 +364,10 @@ def svg(results):
     return "\n".join(parts) + "\n"
 
 
+def _secs(value):
+    return "-" if value is None else "%.0f s" % value
+
+
 def _or_dash(value):
     return "-" if value is None else value
 
@@ -365,8 +383,9 @@ def markdown(doc):
              "| rolling change | controller CPU | canary | longest batch | batches | outside drains |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append("| %d | %.0f s | %d | %.0f s | %.0f s | %d | %.0f s | %.1f s | %.0f s | %.0f s | %s | %s | %s | %s |" % (
-            r["gpu_nodes"], r["warm_seconds"], r["warm_changed"], r["warm_controller_cpu_seconds"],
+        lines.append("| %d | %s | %s | %s | %.0f s | %d | %.0f s | %.1f s | %.0f s | %.0f s | %s | %s | %s | %s |" % (
+            r["gpu_nodes"], _secs(r.get("warm_seconds")), _or_dash(r.get("warm_changed")),
+            _secs(r.get("warm_controller_cpu_seconds")),
             r["validate_seconds"], r["validate_rc"], r["validate_controller_cpu_seconds"], r["validate_fabric_seconds"],
             r["rolling_seconds"], r["rolling_controller_cpu_seconds"],
             ("%.0f s" % r["rolling_canary_seconds"]) if "rolling_canary_seconds" in r else "-",
@@ -459,6 +478,9 @@ def main():
     parser.add_argument("--resume", action="store_true",
                         help="go on from bench/scale.json and the running scale lab: keep the results of the sizes "
                              "below the first one asked for, reuse the node image, do not rebuild the base")
+    parser.add_argument("--skip-warm", action="store_true",
+                        help="with --resume: the lab is joined at the first size already; measure validate.yml and "
+                             "the rolling change only")
     parser.add_argument("--report-only", action="store_true",
                         help="no lab: judge bench/scale.json again and rewrite bench/scale.svg and docs/performance.md")
     args = parser.parse_args()
@@ -472,6 +494,9 @@ def main():
     os.makedirs(bench.WORK, exist_ok=True)
     os.makedirs(OUT, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    if args.skip_warm and not args.resume:
+        raise SystemExit("--skip-warm goes with --resume")
+    size_run.skip_warm = args.skip_warm
     if args.resume:
         doc = resumed(args, now)
     else:
