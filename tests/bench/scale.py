@@ -374,10 +374,12 @@ def _or_dash(value):
 
 def markdown(doc):
     results, steps = doc["results"], doc["steps"]
-    lines = ["Executor `%s`, forks %s, on %s (%d CPUs) shared by the controller and every container; GPU nodes are "
-             "clones of one converged node (own host name, addresses, GPU UUIDs and HCA GUIDs), head01 and stor01 "
-             "as in `make lab`. Measured %s%s." % (doc["executor"], doc["forks"], doc["machine"], doc["cpus"], doc["date"],
-                                        "; resumed %s" % doc["resumed"] if doc.get("resumed") else ""),
+    resumed = "; resumed %s" % doc["resumed"] if doc.get("resumed") else ""
+    head = ("Executor `%s`, forks %s, on %s (%d CPUs) shared by the controller and every container; GPU nodes are "
+            "clones of one converged node (own host name, addresses, GPU UUIDs and HCA GUIDs), head01 and stor01 as "
+            "in `make lab`. Measured %s%s.")
+    head = head % (doc["executor"], doc["forks"], doc["machine"], doc["cpus"], doc["date"], resumed)
+    lines = [head,
              "",
              "| GPU nodes | warm site.yml | changed | controller CPU | validate.yml | rc | controller CPU | fabric stage "
              "| rolling change | controller CPU | canary | longest batch | batches | outside drains |",
