@@ -189,7 +189,7 @@ def node_identities(gpus):
     return found
 
 
-def size_run(size, executor, power_w):
+def size_run(size, executor, power_w, skip_warm=False):
     inv = inventory(size)
     env = lab_env(inv)
     play_env = dict(bench.ENV, **bench.EXECUTORS[executor])
@@ -207,7 +207,7 @@ def size_run(size, executor, power_w):
     if result["distinct_gpu_uuids"] != size or result["distinct_hca_guids"] != size:
         raise SystemExit("clones share hardware identifiers: %s" % json.dumps(ids, indent=1))
 
-    if getattr(size_run, "skip_warm", False):
+    if skip_warm:
         log("%d GPU nodes: join and warm site.yml skipped (--skip-warm): the lab is joined already" % size)
     else:
         join_and_warm(size, inv, executor, play_env, result)
@@ -498,7 +498,6 @@ def main():
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     if args.skip_warm and not args.resume:
         raise SystemExit("--skip-warm goes with --resume")
-    size_run.skip_warm = args.skip_warm
     if args.resume:
         doc = resumed(args, now)
     else:
@@ -507,7 +506,8 @@ def main():
         doc.update(base_image(args.executor))
     for size in sorted(set(args.sizes)):
         # each size rolls out another power limit than the size before, so that every node changes
-        doc["results"].append(size_run(size, args.executor, 600 + 10 * (len(doc["results"]) % 5)))
+        doc["results"].append(size_run(size, args.executor, 600 + 10 * (len(doc["results"]) % 5),
+                                       skip_warm=args.skip_warm and size == min(args.sizes)))
         write_results(doc)
     log("results: bench/scale.json, bench/scale.svg, docs/performance.md")
     if not args.keep:
