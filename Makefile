@@ -31,6 +31,8 @@ LAB_INVENTORY += -i tests/lab/mitogen_connection.yml
 endif
 
 ROLES_WITH_MOLECULE = $(sort $(patsubst roles/%/molecule/default/molecule.yml,%,$(wildcard roles/*/molecule/default/molecule.yml)))
+# The lab's end-to-end modules, in this order (they share one converged lab: tests/lab/conftest.py).
+LAB_TESTS ?= $(foreach m,e2e health monitoring deep bios,$(wildcard tests/lab/test_lab_$(m).py))
 # Every scenario runs on Debian 13 (trixie, Slurm 24.11), the lab's platform; the Slurm roles' scenarios run again on
 # Debian 12 (bookworm, Slurm 22.05), so both Slurm majors are proven by every `make test`.
 # `make molecule ROLE=<role> SUITE=bookworm` runs one scenario on Debian 12.
@@ -149,7 +151,7 @@ molecule-all: bootstrap
 test-lab: bootstrap
 	$(call phase,lab end-to-end)
 	@if [ "$(LAB_REUSE)" != 1 ]; then tests/lab/lab.sh down; fi
-	@pytest -q tests/lab/test_lab_e2e.py
+	@pytest -q $(LAB_TESTS)
 
 test: bootstrap lint sanity test-unit test-integration molecule-all test-lab
 	$(call phase,all tests passed)

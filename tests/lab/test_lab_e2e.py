@@ -12,72 +12,8 @@ import time
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BIN = os.path.join(ROOT, ".venv", "bin")
-ENV = dict(os.environ)
-ENV.update({
-    "CONTAINERS_CONF": os.path.join(ROOT, "tests", "lab", "containers.conf"),
-    "ANSIBLE_CONFIG": os.path.join(ROOT, "tests", "lab", "ansible.cfg"),
-    "ANSIBLE_COLLECTIONS_PATH": os.path.join(ROOT, ".cache", "collections"),
-    "ANSIBLE_NOCOLOR": "1",
-    "ANSIBLE_FORCE_COLOR": "0",
-    "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-    # validate.yml fetches its report to $PWD/validation-reports (the operator's current directory).
-    "PWD": ROOT,
-})
-SESSION_START = time.time()
-RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-
-
-def run(cmd, timeout=3000):
-    proc = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=timeout, check=False)
-    out = proc.stdout + proc.stderr
-    print(out[-20000:])
-    return proc.returncode, out
-
-
-def recap(out):
-    return {m.group(1): dict(ok=int(m.group(2)), changed=int(m.group(3)), unreachable=int(m.group(4)),
-                             failed=int(m.group(5))) for m in RECAP.finditer(out)}
-
-
-def podman_exec(host, *argv):
-    proc = subprocess.run(["podman", "exec", host] + list(argv), env=ENV, capture_output=True, text=True, timeout=120, check=False)
-    return proc.returncode, proc.stdout
-
-
-@pytest.fixture(scope="module")
-def lab():
-    rc, out = run([os.path.join(ROOT, "tests", "lab", "lab.sh"), "up"], timeout=900)
-    assert rc == 0, out
-    rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "tests/lab/emulators.yml"])
-    assert rc == 0, out
-    return True
-
-
-def installed(host, package):
-    rc, out = podman_exec(host, "dpkg-query", "-W", "-f=${db:Status-Abbrev}", package)
-    return rc == 0 and out.startswith("ii")
-
-
-@pytest.fixture(scope="module")
-def planned(lab):
-    """README step 3 on new servers: `site.yml --check --diff` before the first real run (when the lab is new)."""
-    new = podman_exec("head01", "test", "-e", "/etc/slurm/slurm.conf")[0] != 0
-    rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml", "--check", "--diff"])
-    after = {"slurmd on gpu01": installed("gpu01", "slurmd"), "chrony on stor01": installed("stor01", "chrony"),
-             "slurmctld on head01": installed("head01", "slurmctld"),
-             "slurm.conf on head01": podman_exec("head01", "test", "-e", "/etc/slurm/slurm.conf")[0] == 0,
-             "munge key on head01": podman_exec("head01", "test", "-e", "/etc/munge/munge.key")[0] == 0,
-             "nccl.conf on gpu02": podman_exec("gpu02", "test", "-e", "/etc/nccl.conf")[0] == 0}
-    return {"new": new, "rc": rc, "out": out, "recap": recap(out), "after": after}
-
-
-@pytest.fixture(scope="module")
-def converged(lab, planned):  # pylint: disable=unused-argument  # the check-mode plan runs on the new lab first
-    rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml"])
-    assert rc == 0, out
-    return recap(out)
+from labkit import (BIN, ENV, ROOT, SESSION_START, node_states, podman_exec, recap,  # pylint: disable=import-error
+                    run, settled_node_states, slurm)
 
 
 def test_check_mode_on_new_servers_plans_every_host_and_changes_nothing(planned):
@@ -245,36 +181,6 @@ def test_lustre_is_mounted_on_clients_and_shares_data(converged):
 POWER_BASE_W = 400 + (int(time.time()) // 60 % 50) * 2
 ROLL_ROLES = '{"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2, ' \
              '"rolling_max_unavailable_percent": 50}'
-
-
-def slurm(*argv):
-    return podman_exec("head01", *argv)
-
-
-def node_states():
-    """{node: (compact state, reason)} of the GPU partition, read on the controller."""
-    rc, out = slurm("sinfo", "-h", "-N", "-p", "gpu", "-o", "%N|%t|%E")
-    assert rc == 0, out
-    states = {}
-    for line in out.splitlines():
-        name, state, reason = line.split("|", 2)
-        states[name] = (state, reason)
-    return states
-
-
-def settled_node_states(want=None, seconds=120):
-    """node_states() once Slurm hears from every node, and, when `want` ({node: (state, reason)}) is given, once those
-    nodes are in those states. A trailing '*' (not responding) is left briefly by a RESUME of a node that was down and
-    by a ping that timed out on a loaded 2-core machine; it clears at slurmctld's next ping."""
-    deadline = time.time() + seconds
-    while True:
-        states = node_states()
-        settled = not any(s.endswith("*") for s, r in states.values())
-        if settled and all(states.get(n) == v for n, v in (want or {}).items()):
-            return states
-        if time.time() > deadline:
-            return states
-        time.sleep(2)
 
 
 def power_limits(host):
