@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after tests/, whose conftest the emulator tests import
 
 from labkit import BIN, ROOT, installed, podman_exec, recap, run  # noqa: E402  pylint: disable=wrong-import-position
 
