@@ -10,11 +10,16 @@
   measured is a ``skip`` that says why, never a ``pass``.
 - ``validation_html``: that report as one self-contained HTML page (no external CSS, JS or fonts: clusters are
   often air-gapped).
+- ``validation_node_verdicts``: that report -> each node's verdict for the deep checks on drained nodes (pass only
+  when every required check ran and passed), and what to do with the node (resume, relabel, drain, keep).
+- ``validation_loopback_plan`` / ``validation_loopback_results``: the deep checks' ib_write_bw loopback on each HCA
+  of a node, and its results as the judge takes them.
 
 The work is done in module_utils, one file per job: validation_parsers (benchmark output, on top of the one
-nccl-tests/perftest parser in perf), validation_thresholds (defaults, tolerances, overrides), validation_judge,
-validation_report (the HTML page) and validation_common (coercion helpers). They raise ValidationError (a
-ValueError); this file turns it into AnsibleFilterError with the same message.
+nccl-tests/perftest parser in perf), validation_thresholds (defaults, tolerances, overrides), validation_judge (and the
+deep checks' node verdicts), validation_report (the HTML page), validation_deep (the deep checks' loopback) and
+validation_common (coercion helpers). They raise ValidationError (a ValueError); this file turns it into
+AnsibleFilterError with the same message.
 
 Documentation lives beside this file in one ``<filter>.yml`` per filter.
 """
@@ -26,6 +31,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_deep as _deep
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_judge as _judge
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_parsers as _parsers
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_report as _report
@@ -70,6 +76,21 @@ def validation_html(report):
     return _call(_report.validation_html, report)
 
 
+def validation_node_verdicts(report, nodes, reason_prefix=None, required=None):
+    """Each node's verdict from a validation_judge report; see validation_node_verdicts.yml."""
+    return _call(_judge.node_verdicts, report, nodes, reason_prefix, required)
+
+
+def validation_loopback_plan(ib_port_info, hcas=None, base_port=_deep.DEFAULT_BASE_PORT, rate_gbps=None):
+    """One node's ib_write_bw loopback tests, one per HCA: [{hca, port, line_rate_gbits}]."""
+    return _call(_deep.loopback_plan, ib_port_info, hcas, base_port, rate_gbps)
+
+
+def validation_loopback_results(client, plan, node, timeout=None):
+    """The loopback client's result -> validation_judge ib_write_bw entries, one per planned test."""
+    return _call(_deep.loopback_results, client, plan, node, timeout)
+
+
 class FilterModule(object):
     """Validation filters: benchmark parsers, the judge and its HTML report."""
 
@@ -81,4 +102,7 @@ class FilterModule(object):
             "checkpoint_estimate": checkpoint_estimate,
             "validation_judge": validation_judge,
             "validation_html": validation_html,
+            "validation_node_verdicts": validation_node_verdicts,
+            "validation_loopback_plan": validation_loopback_plan,
+            "validation_loopback_results": validation_loopback_results,
         }

@@ -28,6 +28,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common
     _plain,
     _whole,
 )
+from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_deep import DEEP_REASON_PREFIX
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_parsers import (
     checkpoint_estimate,
     dd_results,
@@ -820,3 +821,117 @@ def validation_judge(measured, thresholds=None):
         "checkpoint": _plain(estimates),
         "thresholds": _plain(limits),
     }
+
+
+# ---------------------------------------------------------------- node verdicts (deep checks)
+# The checks a node must have run and passed before the deep checks resume it (playbooks/health_deep.yml).
+DEEP_REQUIRED_CHECKS = ("gpu.count", "dcgm.diag", "nccl.single_node", "ib.write_bw")
+NOTHING_RECORDED = "not run (nothing recorded for the node: not reached, or its checks stopped)"
+# Slurm keeps a reason of any length, but sinfo and scontrol show it on one line: keep it readable.
+REASON_MAX_CHARS = 200
+
+
+def _belongs(subject, node):
+    """A check's subject names this node: the node itself, ``<node> GPU3 (...)``, ``<node> mlx5_0:1``,
+    ``<node>->peer mlx5_0`` (or ``peer-><node> ...``), ``<node>:/path``."""
+    subject = to_text(subject)
+    if subject == node or subject.startswith((node + " ", node + "->", node + ":")):
+        return True
+    pair = subject.split(" ", 1)[0]
+    return "->" in pair and node in pair.split("->")
+
+
+def _why(check, node):
+    """A check's message on one line, without the node's name it starts with: ``gpu02: DCGM ...`` -> ``DCGM ...``,
+    ``gpu02 GPU3 (...): ...`` -> ``GPU3 (...): ...``, ``gpu02->gpu02 mlx5_0: ...`` (a loopback) -> ``mlx5_0: ...``."""
+    message = " ".join(to_text(check.get("message") or "").split())
+    for lead in (node + ": ", "%s->%s " % (node, node), node + " "):
+        if message.startswith(lead):
+            return message[len(lead):]
+    return message
+
+
+def _reason(text, limit):
+    """A Slurm drain reason: one line, at most ``limit`` characters, no double quote (scontrol strips one at either
+    end of a Reason= value) nor backslash."""
+    text = " ".join(to_text(text).replace('"', "'").replace("\\", "/").split())
+    return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
+
+
+def node_verdicts(report, nodes, reason_prefix=None, required=None):
+    """Each node's verdict from a validation_judge report: see validation_node_verdicts.yml."""
+    if not _is_map(report) or not _is_list(report.get("checks")):
+        raise ValidationError("validation_node_verdicts expects the report of validation_judge (a dict with checks)")
+    if not _is_map(nodes):
+        raise ValidationError("validation_node_verdicts: nodes must be a dict of node -> {drain, reason, "
+                              "loopback_hcas}, got %s" % type(nodes).__name__)
+    prefix = DEEP_REASON_PREFIX if reason_prefix is None else to_text(reason_prefix)
+    if not prefix.strip():
+        raise ValidationError("validation_node_verdicts: reason_prefix must not be empty (it would own every drain)")
+    required = DEEP_REQUIRED_CHECKS if required is None else required
+    if not _is_list(required) or not all(isinstance(r, (str, bytes)) for r in required):
+        raise ValidationError("validation_node_verdicts: required must be a list of check ids")
+    checks = [c for c in report["checks"] if _is_map(c)]
+    out = {"ok": True, "reason_prefix": prefix, "required": [to_text(r) for r in required], "nodes": [],
+           "passed": [], "failed": [], "resume": [], "relabel": [], "drain": [], "failures": []}
+    for name, info in nodes.items():
+        node = to_text(name)
+        info = info if _is_map(info) else {}
+        mine = [c for c in checks if _belongs(c.get("subject"), node)]
+        problems = []
+        ran = []
+        for check_id in out["required"]:
+            found = [c for c in mine if c.get("id") == check_id]
+            if check_id == "ib.write_bw":
+                hcas = info.get("loopback_hcas")
+                found = [c for c in found if to_text(c.get("subject")).startswith("%s->%s " % (node, node))]
+                if hcas is not None and not _is_list(hcas):
+                    raise ValidationError("validation_node_verdicts: nodes[%s].loopback_hcas must be a list" % node)
+                if hcas is not None and not hcas:
+                    problems.append((check_id, "no HCA to test (no InfiniBand port found)"))
+                for hca in hcas or []:
+                    if not [c for c in found if to_text(c.get("subject")).endswith(" " + to_text(hca))]:
+                        problems.append((check_id, "no loopback result for %s" % to_text(hca)))
+            if not found:
+                if check_id != "ib.write_bw" or info.get("loopback_hcas") is None:
+                    problems.append((check_id, "not run (no result)" if mine else NOTHING_RECORDED))
+                continue
+            for check in found:
+                if check.get("status") == "skip":
+                    problems.append((check_id, "not run: %s" % _why(check, node)))
+                elif check.get("status") != "pass":
+                    problems.append((check_id, _why(check, node)))
+            if all(c.get("status") == "pass" for c in found):
+                ran.append("%s%s" % (check_id, " (%d)" % len(found) if len(found) > 1 else ""))
+        for check in mine:
+            if check.get("id") not in out["required"] and check.get("status") == "fail":
+                problems.append((to_text(check.get("id")), _why(check, node)))
+        reason_now = to_text(info.get("reason")) if info.get("reason") else None
+        drain = bool(info.get("drain"))
+        owned = drain and reason_now is not None and reason_now.startswith(prefix)
+        ok = not problems
+        new_reason = None
+        if ok:
+            action = "resume" if owned else ("keep" if drain else "none")
+            message = "%s: passed %s" % (node, ", ".join(ran))
+        else:
+            first_id, first_why = problems[0]
+            new_reason = _reason("%s %s: %s" % (prefix.rstrip(), first_id, first_why), REASON_MAX_CHARS)
+            action = "relabel" if owned else ("keep" if drain else "drain")
+            if all(why == NOTHING_RECORDED for _check, why in problems):
+                message = "%s: failed: %s: %s" % (node, ", ".join(c for c, _why in problems), NOTHING_RECORDED)
+            else:
+                message = "%s: failed %s" % (node, "; ".join("%s: %s" % p for p in problems))
+        entry = {"node": node, "ok": ok, "owned": owned, "drain": drain, "reason": reason_now, "action": action,
+                 "new_reason": new_reason if action in ("relabel", "drain") else None,
+                 "problems": [{"check": c, "why": w} for c, w in problems], "message": message}
+        out["nodes"].append(entry)
+        (out["passed"] if ok else out["failed"]).append(node)
+        if action == "resume":
+            out["resume"].append(node)
+        elif action in ("relabel", "drain"):
+            out[action].append({"node": node, "reason": new_reason})
+        if not ok:
+            out["failures"].append(message)
+    out["ok"] = not out["failed"]
+    return out

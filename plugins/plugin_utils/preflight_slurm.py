@@ -16,7 +16,10 @@ What no argument spec can say, checked before any host is touched:
 * the health check's drain-reason prefix owns nothing that belongs to someone else (the rolling playbook's
   ``cf-roll:``, NHC, Slurm's own reasons), since the check resumes every drain whose reason starts with it;
 * timings and sizes a Slurm administrator expects (slurm.conf(5): MessageTimeout, UnkillableStepTimeout,
-  HealthCheckProgram's 60 s limit, time strings).
+  HealthCheckProgram's 60 s limit, time strings);
+* the health check's switches name checks it has (checks_disabled, strikes), strikes are whole numbers of at least
+  1, the circuit breaker's share is 1-100 %, and the DCGM error codes to ignore are codes the check can recognise in
+  dcgmi's output.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -28,6 +31,7 @@ import posixpath
 import re
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
+from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_deep import DEEP_REASON_PREFIX
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import is_int, type_name
 
 CTL = "slurm_controller"
@@ -39,6 +43,7 @@ CMP = "slurm_compute"
 # roles/slurm_compute/templates/usr/libexec/clusterforge/slurm-healthcheck.j2 (a unit test compares them).
 OTHER_REASON_OWNERS = (
     ("cf-roll:", "the rolling playbook (playbooks/rolling_reconfigure.yml)"),
+    (DEEP_REASON_PREFIX, "the deep checks on drained nodes (playbooks/health_deep.yml)"),
     ("NHC:", "LBNL Node Health Check"),
     ("[node_problem]", "soperator"),
     ("Healthcheck failures", "the Azure/CycleCloud health agent"),
@@ -53,6 +58,27 @@ SLURM_REASONS = (
     "NO NETWORK ADDRESS FOUND", "Unkillable step", "Scheduled reboot",
 )
 REASON_PREFIX_MAX = 40
+
+# --- the health check's checks ----------------------------------------------------------------------------------
+# Keep in step with CHECKS, DEFAULT_STRIKES and DCGM_HEALTH_CODES in
+# roles/slurm_compute/templates/usr/libexec/clusterforge/slurm-healthcheck.j2 (a unit test compares them).
+HEALTHCHECK_CHECKS = ("gpu_count", "ecc", "retired_pages", "row_remap", "temperature", "dcgm_health", "dcgm_diag",
+                      "lustre", "xid", "nvlink", "pcie", "ib_port", "fabric_manager", "peermem", "throttle", "mig")
+# strikes takes a check name, or "timeout": the runs needed by a check whose only fault is a command not answering.
+HEALTHCHECK_STRIKE_KEYS = HEALTHCHECK_CHECKS + ("timeout",)
+# The DCGM health watch error codes (dcgm_errors.h) the check recognises in `dcgmi health -c -j`, which prints an
+# incident's message and not its code: only these can be ignored.
+DCGM_HEALTH_CODES = (
+    (3, "DCGM_FR_PCI_REPLAY_RATE"), (4, "DCGM_FR_VOLATILE_DBE_DETECTED"), (5, "DCGM_FR_VOLATILE_SBE_DETECTED"),
+    (6, "DCGM_FR_PENDING_PAGE_RETIREMENTS"), (7, "DCGM_FR_RETIRED_PAGES_LIMIT"), (8, "DCGM_FR_RETIRED_PAGES_DBE_LIMIT"),
+    (9, "DCGM_FR_CORRUPT_INFOROM"), (10, "DCGM_FR_CLOCK_THROTTLE_THERMAL"), (11, "DCGM_FR_POWER_UNREADABLE"),
+    (12, "DCGM_FR_CLOCK_THROTTLE_POWER"), (13, "DCGM_FR_NVLINK_ERROR_THRESHOLD"), (14, "DCGM_FR_NVLINK_DOWN"),
+    (15, "DCGM_FR_NVSWITCH_FATAL_ERROR"), (16, "DCGM_FR_NVSWITCH_NON_FATAL_ERROR"), (27, "DCGM_FR_FIELD_QUERY"),
+    (70, "DCGM_FR_NVLINK_CRC_ERROR_THRESHOLD"), (71, "DCGM_FR_NVLINK_ERROR_CRITICAL"),
+    (80, "DCGM_FR_ROW_REMAP_FAILURE"), (81, "DCGM_FR_UNCONTAINED_ERROR"), (83, "DCGM_FR_DBE_PENDING_PAGE_RETIREMENTS"),
+    (84, "DCGM_FR_UNCORRECTABLE_ROW_REMAP"), (85, "DCGM_FR_PENDING_ROW_REMAP"), (101, "DCGM_FR_XID_ERROR"),
+    (109, "DCGM_FR_SXID_ERROR"),
+)
 REASON_BAD_CHARS = re.compile(r"[\"'\\\x00-\x1f\x7f]")
 
 # --- slurm.conf -----------------------------------------------------------------------------------------------
@@ -160,7 +186,7 @@ def check(inv, opts):
     ctx = _Context(inv, errors)
     for rule in (_rule_controllers, _rule_compute_group, _rule_partitions, _rule_ports, _rule_role_agreement,
                  _rule_controller_paths, _rule_compute_paths, _rule_reason_prefix, _rule_timings,
-                 _rule_controller_values, _rule_extra_config, _rule_node_values):
+                 _rule_controller_values, _rule_extra_config, _rule_node_values, _rule_healthcheck_switches, _rule_burn_in):
         try:
             rule(ctx)
         except Exception as e:  # pylint: disable=broad-except
@@ -796,3 +822,102 @@ def _rule_node_values(ctx):
         if is_int(declared) and number > declared:
             ctx.add(host, "slurm_compute_healthcheck_gpu_count", "%d is more than the node's %d GPUs "
                     "(cluster_gpu_count_per_node): the health check would drain it at once" % (number, declared))
+
+
+def _known(names):
+    return ", ".join(names)
+
+
+def _rule_healthcheck_switches(ctx):
+    """The health check's checks_disabled and strikes name its checks, strikes are whole numbers >= 1, the breaker's
+    share is a percentage of 1-100, and the DCGM codes to ignore are ones the check can tell apart."""
+    codes = dict(DCGM_HEALTH_CODES)
+    names = dict((name, code) for code, name in DCGM_HEALTH_CODES)
+    for host in ctx.gpu_nodes:
+        read = functools.partial(ctx.node_value, host)
+        name = "slurm_compute_healthcheck_checks_disabled"
+        value = read(name)
+        if value is not None and not isinstance(value, list):
+            ctx.add(host, name, "must be a list of health check names, got %s %r" % (type_name(value), value))
+        elif value:
+            for item in value:
+                if item not in HEALTHCHECK_CHECKS:
+                    ctx.add(host, name, "%r is not a health check (known: %s)" % (item, _known(HEALTHCHECK_CHECKS)))
+        name = "slurm_compute_healthcheck_strikes"
+        value = read(name)
+        if value is not None and not isinstance(value, dict):
+            ctx.add(host, name, "must be a dict of health check name: runs in a row, got %s %r"
+                    % (type_name(value), value))
+        elif value:
+            for key, strikes in value.items():
+                if key not in HEALTHCHECK_STRIKE_KEYS:
+                    ctx.add(host, name, "%r is not a health check, nor timeout (known: %s)"
+                            % (key, _known(HEALTHCHECK_STRIKE_KEYS)))
+                    continue
+                number = _as_int(strikes)
+                if number is None or number < 1:
+                    ctx.add(host, "%s.%s" % (name, key), "must be a whole number of runs of at least 1 (1: the "
+                            "first failing run drains), got %r" % (strikes,))
+        _int_rule(ctx, host, "slurm_compute_healthcheck_max_drained_percent",
+                  read("slurm_compute_healthcheck_max_drained_percent"), 1, 100,
+                  " % of the nodes (the circuit breaker: at most this share may be drained by the health check; "
+                  "at least one node always may)")
+        name = "slurm_compute_healthcheck_dcgm_ignore_error_codes"
+        value = read(name)
+        if value is not None and not isinstance(value, list):
+            ctx.add(host, name, "must be a list of DCGM error codes, got %s %r" % (type_name(value), value))
+        elif value:
+            for item in value:
+                code = _as_int(item) if not isinstance(item, str) or item.strip().isdigit() else None
+                if code in codes or (isinstance(item, str) and item.strip() in names):
+                    continue
+                ctx.add(host, name, "%r is not a DCGM health error code the check recognises in dcgmi's output "
+                        "(dcgmi prints the message, not the code; known: %s)"
+                        % (item, ", ".join("%d %s" % c for c in DCGM_HEALTH_CODES)))
+        name = "slurm_compute_healthcheck_xid_ignore_codes"
+        value = read(name)
+        if value is not None and not isinstance(value, list):
+            ctx.add(host, name, "must be a list of Xid numbers, got %s %r" % (type_name(value), value))
+        elif value:
+            bad = [item for item in value if _as_int(item) is None or _as_int(item) < 0]
+            if bad:
+                ctx.add(host, name, "%r are not Xid numbers (whole numbers >= 0)" % (bad,))
+        for name in ("slurm_compute_healthcheck_nvlink_max_error_increase",
+                     "slurm_compute_healthcheck_ib_max_error_increase"):
+            _int_rule(ctx, host, name, read(name), 0, None)
+        value = read("slurm_compute_healthcheck_nvlink_active_links")
+        if value is not None:
+            _int_rule(ctx, host, "slurm_compute_healthcheck_nvlink_active_links", value, 0, None)
+        name = "slurm_compute_healthcheck_textfile_dir"
+        value = read(name)
+        if value not in (None, ""):
+            problem = _path_problem(value, "the directory of node-exporter's textfile collector", True)
+            if problem:
+                ctx.add(host, name, problem)
+
+
+def _rule_burn_in(ctx):
+    """A new node's burn-in drain (slurm_compute_burn_in) is one the deep checks resume: its reason starts with their
+    prefix (DEEP_REASON_PREFIX, cf-deep:), says something after it, and is one line Slurm keeps as written."""
+    name = "slurm_compute_burn_in_reason"
+    for host in ctx.gpu_nodes:
+        if ctx.node_value(host, "slurm_compute_burn_in") is not True:
+            continue
+        reason = ctx.node_value(host, name)
+        if not isinstance(reason, str):
+            ctx.add(host, name, "must be a string starting with %r, got %s %r"
+                    % (DEEP_REASON_PREFIX, type_name(reason), reason))
+            continue
+        if not reason.startswith(DEEP_REASON_PREFIX):
+            ctx.add(host, name, "%r does not start with %r: playbooks/health_deep.yml resumes only drains whose reason "
+                    "starts with it, so a new node drained with this reason would never be put into service"
+                    % (reason, DEEP_REASON_PREFIX))
+        elif not reason[len(DEEP_REASON_PREFIX):].strip():
+            ctx.add(host, name, "%r is the prefix alone: say why the node is drained (e.g. %r)"
+                    % (reason, DEEP_REASON_PREFIX + " burn-in: new node, deep checks pending"))
+        if REASON_BAD_CHARS.search(reason):
+            ctx.add(host, name, "%r contains a quote, a backslash, a newline or another control character, which break "
+                    "a Slurm reason" % reason)
+        if len(reason) > 200:
+            ctx.add(host, name, "is %d characters long: keep a drain reason within 200, as the deep checks keep theirs"
+                    % len(reason))

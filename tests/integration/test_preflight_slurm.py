@@ -114,6 +114,18 @@ def mutate_healthcheck_timeout_above_budget(inv):
                            "slurm_compute_healthcheck_command_timeout_seconds": 35})
 
 
+def mutate_healthcheck_strikes_typo(inv):
+    gpu_group(inv)["slurm_compute_healthcheck_strikes"] = {"temprature": 2}
+
+
+def mutate_healthcheck_breaker_0(inv):
+    gpu_group(inv)["slurm_compute_healthcheck_max_drained_percent"] = 0
+
+
+def mutate_healthcheck_unknown_dcgm_code(inv):
+    gpu_group(inv)["slurm_compute_healthcheck_dcgm_ignore_error_codes"] = [999]
+
+
 def mutate_slurmdbd_port_is_slurmctld_port(inv):
     controller(inv)["slurm_controller_slurmdbd_port"] = 6817
 
@@ -175,6 +187,11 @@ CASES = [
                                    "HealthCheckProgram kill limit"),
     (mutate_healthcheck_timeout_above_budget, "slurm_compute_healthcheck_command_timeout_seconds: 35 s is more than "
                                               "slurm_compute_healthcheck_budget_seconds (30 s)"),
+    (mutate_healthcheck_strikes_typo, "gpu01: slurm_compute_healthcheck_strikes: 'temprature' is not a health "
+                                      "check, nor timeout"),
+    (mutate_healthcheck_breaker_0, "gpu02: slurm_compute_healthcheck_max_drained_percent: 0 is outside 1-100"),
+    (mutate_healthcheck_unknown_dcgm_code, "slurm_compute_healthcheck_dcgm_ignore_error_codes: 999 is not a DCGM "
+                                           "health error code the check recognises"),
     (mutate_slurmdbd_port_is_slurmctld_port, "head01: slurm_controller_slurmdbd_port: 6817 is already the slurmctld "
                                              "port"),
     (mutate_compute_group_missing, "slurm_controller_compute_group: group 'gpu_servers' does not exist"),
@@ -205,6 +222,11 @@ def test_sound_slurm_settings_pass(tmp_path):
     gpu_group(inv).update({"slurm_compute_slurmctld_port": 7817,
                            "slurm_compute_healthcheck_path": "/opt/clusterforge/healthcheck",
                            "slurm_compute_healthcheck_reason_prefix": "site-health:",
-                           "slurm_compute_healthcheck_command_timeout_seconds": 15})
+                           "slurm_compute_healthcheck_command_timeout_seconds": 15,
+                           "slurm_compute_healthcheck_checks_disabled": ["throttle"],
+                           "slurm_compute_healthcheck_strikes": {"temperature": 3, "timeout": 2},
+                           "slurm_compute_healthcheck_dcgm_ignore_error_codes": [12, "DCGM_FR_CLOCK_THROTTLE_THERMAL"],
+                           "slurm_compute_healthcheck_max_drained_percent": 25,
+                           "slurm_compute_healthcheck_mig_mode": False})
     rc, out = run_playbook(tmp_path, inv, "playbooks/preflight.yml")
     assert rc == 0, out

@@ -137,7 +137,10 @@ def playbook_phases(root=ROOT):
     phases = {}
     site = os.path.abspath(site_file(root))
     directory = os.path.join(root, "playbooks")
-    for name in sorted(os.listdir(directory)) if os.path.isdir(directory) else []:
+    # A playbook that is a stage of site.yml first: its phases are the role's main use (validate: validate.yml,
+    # then health_deep.yml).
+    staged = set(site_stages(root).get("_playbooks", {}))
+    for name in sorted(os.listdir(directory), key=lambda n: (n not in staged, n)) if os.path.isdir(directory) else []:
         path = os.path.join(directory, name)
         if not name.endswith(".yml") or os.path.abspath(path) == site:
             continue
@@ -279,6 +282,7 @@ def _by_name(playbook):
 def _where_phases(role, site, phases):
     """Where a role in phases runs: its playbook (and site.yml's stage that imports it), and each phase's hosts."""
     texts = []
+    in_site = any(p in site.get("_playbooks", {}) for p in _playbooks(phases))
     for playbook in _playbooks(phases):
         run = "`playbooks/%s` runs it (`ansible-playbook -i <inventory> %s` when the collection is installed)" % (
             playbook, _by_name(playbook))
@@ -286,7 +290,7 @@ def _where_phases(role, site, phases):
         if stage:
             run += ", as stage %d of %d of `site.yml`%s" % (
                 stage[0], stage[1], " (after `%s`)" % stage[2] if stage[2] else "")
-        else:
+        elif not in_site:
             run = "`site.yml` does not run this role: " + run
         groups = []
         for phase in phases:

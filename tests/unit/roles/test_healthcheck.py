@@ -32,11 +32,15 @@ SLURM_COMMANDS = re.compile(r"\b(scontrol|sinfo|squeue|srun|sbatch|salloc|scance
                             r"sreport|sdiag|strigger|sbcast|sattach|scrontab)\b")
 
 FAKE = """#!/bin/sh
-# fake {name}: logs its arguments, prints $FAKE_DIR/{name}.out (or {name}.<subcommand>.out: the first argument,
-# "apps" for nvidia-smi's --query-compute-apps), exits with {name}.rc (or {name}.<subcommand>.rc);
-# hangs (a child sleep, its pid in {name}.sleep.pid) when {name}.hang or {name}.<first argument>.hang exists
+# fake {name}: logs its arguments, prints $FAKE_DIR/{name}.out (or {name}.<subcommand>.out: the first argument;
+# "gpu" for nvidia-smi's first --query-gpu, "extra" for its second, "apps" for --query-compute-apps, "nvlink-s" and
+# "nvlink-e" for nvlink -s/-e; "all" for scontrol's `show node -o` of every node), exits with {name}.rc (or
+# {name}.<subcommand>.rc); hangs (a child sleep, its pid in {name}.sleep.pid) when {name}.hang,
+# {name}.<first argument>.hang or {name}.<subcommand>.hang exists
 echo "$*" >> "$FAKE_DIR/{name}.calls"
-if [ -f "$FAKE_DIR/{name}.hang" ] || [ -f "$FAKE_DIR/{name}.$1.hang" ]; then
+case "$1" in --query-compute-apps*) sub=apps ;; --query-gpu=index,ecc*) sub=gpu ;; --query-gpu*) sub=extra ;;
+  nvlink) sub="nvlink$2" ;; show) if [ $# -eq 3 ]; then sub=all; else sub=show; fi ;; *) sub="$1" ;; esac
+if [ -f "$FAKE_DIR/{name}.hang" ] || [ -f "$FAKE_DIR/{name}.$1.hang" ] || [ -f "$FAKE_DIR/{name}.$sub.hang" ]; then
   sleep 30 & echo $! > "$FAKE_DIR/{name}.sleep.pid"; wait; exit 0
 fi
 if [ "$1" = update ]; then exit 0; fi
@@ -44,7 +48,6 @@ if [ "$1 $2" = "health -s" ]; then : > "$FAKE_DIR/dcgmi.watches"; echo "Health m
 if [ "{name}" = dcgmi ] && [ -f "$FAKE_DIR/dcgmi.needs-watches" ] && [ ! -f "$FAKE_DIR/dcgmi.watches" ]; then
   echo "Error: Health watches not enabled. Please enable watches. "; exit 255
 fi
-case "$1" in --query-compute-apps*) sub=apps ;; --query-gpu*) sub=gpu ;; *) sub="$1" ;; esac
 out="$FAKE_DIR/{name}.out"; rc="$FAKE_DIR/{name}.rc"
 [ -f "$FAKE_DIR/{name}.$sub.out" ] && out="$FAKE_DIR/{name}.$sub.out"
 [ -f "$FAKE_DIR/{name}.$sub.rc" ] && rc="$FAKE_DIR/{name}.$sub.rc"
@@ -53,6 +56,42 @@ exit $(cat "$rc" 2>/dev/null || echo 0)
 """
 
 HEALTHY_GPU = "{i}, 0, [N/A], No, 34"
+# The second --query-gpu (index, pcie.link.width.current, pcie.link.width.max, mig.mode.current, then the clock event
+# reasons hw_slowdown, hw_thermal_slowdown, sw_thermal_slowdown), as nvidia-smi prints it with noheader,nounits.
+HEALTHY_EXTRA = "{i}, 16, 16, Disabled, Not Active, Not Active, Not Active"
+# `nvidia-smi nvlink -s` and `-e` of an HGX H100 (18 NVLinks per GPU), in the layout the driver prints: a GPU line,
+# then one line per link indented with a tab and a space; -e prints three counters per link and a blank line.
+UUID = "GPU-4f3c8a51-2e7d-1b9c-8a06-{i:012d}"
+
+
+def nvlink_status(gpus=8, links=18, inactive=()):
+    out = []
+    for i in range(gpus):
+        out.append("GPU %d: NVIDIA H100 80GB HBM3 (UUID: %s)" % (i, UUID.format(i=i)))
+        for link in range(links):
+            out.append("\t Link %d: %s" % (link, "<inactive>" if (i, link) in inactive else "26.562 GB/s"))
+    return "\n".join(out) + "\n"
+
+
+def nvlink_errors(gpus=8, links=18, counts=None):
+    out = []
+    for i in range(gpus):
+        out.append("GPU %d: NVIDIA H100 80GB HBM3 (UUID: %s)" % (i, UUID.format(i=i)))
+        for link in range(links):
+            values = (counts or {}).get((i, link), {})
+            for name in ("Replay Errors", "Recovery Errors", "CRC Errors"):
+                out.append("\t Link %d: %s: %d" % (link, name, values.get(name, 0)))
+            out.append("")
+    return "\n".join(out) + "\n"
+
+
+DMESG_BOOT = ("[    0.000000] Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) "
+              "12.2.0, GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1 (2024-11-22)\n"
+              "[    5.812345] nvidia: loading out-of-tree module taints kernel.\n"
+              "[    6.104211] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07  Fri May 31 09:35:42 UTC 2024\n")
+EVERY_CHECK_ONE_STRIKE = dict((name, 1) for name in (
+    "gpu_count", "ecc", "retired_pages", "row_remap", "temperature", "dcgm_health", "dcgm_diag", "lustre", "xid",
+    "nvlink", "pcie", "ib_port", "fabric_manager", "peermem", "throttle", "mig", "timeout"))
 NODE_IDLE = ("NodeName=gpu01 Arch=x86_64 CoresPerSocket=2 CPUAlloc=0 CPUTot=2 Gres=gpu:h100:8 NodeAddr=gpu01 "
              "State=IDLE ThreadsPerCore=1 CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s")
 DCGM_HEALTHY = {"body": {"Overall Health": {"value": "Healthy"}}, "header": ["Health Monitor Report"]}
@@ -80,10 +119,21 @@ class Node(object):
         self.script.write_text(text)
         self.mounts = tmp_path / "mounts"
         self.mounts.write_text("proc /proc proc rw 0 0\n")
+        self.boot_id = tmp_path / "boot_id"
+        self.boot_id.write_text("3f1c0e52-9a51-4b6e-8d0c-5b2f8f0d7a11\n")
+        self.prom_dir = tmp_path / "prom"
+        # The decision tests run without strikes (every check drains at its first failure); the strike tests set
+        # their own.
         self.config = {"node_name": "gpu01", "gpu_count": 8, "mounts_file": str(self.mounts), "dcgm": "auto",
-                       "syslog": False, "state_dir": str(tmp_path / "state")}
+                       "syslog": False, "state_dir": str(tmp_path / "state"), "boot_id_file": str(self.boot_id),
+                       "textfile_dir": str(self.prom_dir), "strikes": dict(EVERY_CHECK_ONE_STRIKE),
+                       "breaker_jitter_seconds": 0}
         self.gpus(8)
         self.node("IDLE")
+        self.sub("nvidia-smi", "extra", "\n".join(HEALTHY_EXTRA.format(i=i) for i in range(8)) + "\n")
+        self.sub("nvidia-smi", "nvlink-s", nvlink_status())
+        self.sub("nvidia-smi", "nvlink-e", nvlink_errors())
+        self.tool("dmesg", DMESG_BOOT)
 
     def tool(self, name, out=None, rc=0):
         path = self.bin / name
@@ -139,6 +189,7 @@ class Node(object):
         cfg = self.dir / "healthcheck.json"
         cfg.write_text(json.dumps(self.config))
         env = dict(os.environ, FAKE_DIR=str(self.dir), PATH=str(self.bin) + ":/usr/bin:/bin")
+        env.update(kw.get("env") or {})
         argv = kw.get("argv") or [sys.executable, str(self.script)]
         began = time.monotonic()
         proc = subprocess.run(argv + ["--config", str(cfg)] + list(extra),
@@ -420,7 +471,11 @@ def test_hung_nvidia_smi_drains_within_the_budget(node):
     assert node.calls("dcgmi") == []
     timing = _timing(proc)
     assert timing["not_finished"] == ["nvidia-smi", "dcgmi health"]
-    assert [c["outcome"] for c in timing["commands"]] == ["no answer", "not run", "rc 0", "rc 0"]
+    # dmesg (the cheap checks run first), the hung nvidia-smi, dcgmi with no time left (the checks that need
+    # nvidia-smi again are not run), then scontrol: the node, every node (the breaker), the drain
+    assert [(c["command"].split()[0], c["outcome"]) for c in timing["commands"]] == [
+        ("dmesg", "rc 0"), ("nvidia-smi", "no answer"), ("dcgmi", "not run"), ("scontrol", "rc 0"),
+        ("scontrol", "rc 0"), ("scontrol", "rc 0")]
     # the hung tool was killed with what it started (its own process group), not left running
     assert not _alive(int((node.dir / "nvidia-smi.sleep.pid").read_text()))
 
@@ -484,7 +539,7 @@ def test_every_command_gets_the_time_left_in_its_share(node):
         assert command["limit_seconds"] == pytest.approx(max(min(20, left), 0), abs=0.01), command
         assert command["limit_seconds"] < 20
         assert command["start_seconds"] + command["elapsed_seconds"] <= timing["end_seconds"]
-    smi = timing["commands"][0]
+    smi = [c for c in timing["commands"] if c["command"].startswith("nvidia-smi")][0]
     assert smi["outcome"] == "no answer" and smi["elapsed_seconds"] == pytest.approx(smi["limit_seconds"], abs=0.3)
     assert timing["elapsed_seconds"] < BUDGET
 
@@ -496,7 +551,8 @@ def test_the_command_timeout_applies_while_the_budget_has_time(node):
     node.hang("dcgmi")
     proc = node.run("--timing")
     timing = _timing(proc)
-    assert [(c["command"].split()[0], c["limit_seconds"], c["outcome"]) for c in timing["commands"][:2]] == \
+    hardware = [c for c in timing["commands"] if c["command"].split()[0] in ("nvidia-smi", "dcgmi")]
+    assert [(c["command"].split()[0], c["limit_seconds"], c["outcome"]) for c in hardware] == \
         [("nvidia-smi", 1.0, "no answer"), ("dcgmi", 1.0, "no answer")]
     assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: nvidia-smi: no answer within 1 s; "
                               "dcgmi health: no answer within 1 s"]
@@ -523,16 +579,23 @@ def test_each_run_reports_its_own_time(node):
     assert float(match.group(1)) == pytest.approx(timing["elapsed_seconds"], abs=0.01)
     assert 0 < timing["elapsed_seconds"] < proc.wall
     assert timing["budget_seconds"] == 40 and timing["not_finished"] == [] and timing["status"] == 0
-    assert [c["command"].split()[:2] for c in timing["commands"]] == [
+    assert [c["command"].split()[:3] for c in timing["commands"]] == [
+        ["dmesg"],
         ["nvidia-smi", "--query-gpu=index,ecc.errors.uncorrected.volatile.total,retired_pages.pending,"
-                       "remapped_rows.pending,temperature.gpu"], ["dcgmi", "health"], ["scontrol", "show"]]
+                       "remapped_rows.pending,temperature.gpu", "--format=csv,noheader,nounits"],
+        ["nvidia-smi", "--query-gpu=index,pcie.link.width.current,pcie.link.width.max,mig.mode.current,"
+                       "clocks_event_reasons.hw_slowdown,clocks_event_reasons.hw_thermal_slowdown,"
+                       "clocks_event_reasons.sw_thermal_slowdown", "--format=csv,noheader,nounits"],
+        ["nvidia-smi", "nvlink", "-s"], ["nvidia-smi", "nvlink", "-e"],
+        ["dcgmi", "health", "-c"], ["scontrol", "show", "node"]]
     assert all(c["outcome"] == "rc 0" for c in timing["commands"])
     # defaults: the hardware checks share the first 19.75 s, scontrol gets its whole 20 s timeout
     grace = _script_constant("KILL_GRACE")
     assert timing["checks_end_seconds"] == 19.75 and timing["end_seconds"] == 39.5
-    for command in timing["commands"][:2]:
+    for command in timing["commands"][:-1]:
+        assert command["phase"] == "checks"
         assert command["limit_seconds"] == pytest.approx(19.75 - command["start_seconds"] - grace, abs=0.01)
-    assert timing["commands"][2]["limit_seconds"] == 20
+    assert timing["commands"][-1]["limit_seconds"] == 20
 
 
 @pytest.mark.parametrize("value", ["forty", 0, 60, 600, True])
@@ -646,10 +709,15 @@ def test_a_passing_level_1_diagnostic_on_an_idle_node_changes_nothing(node):
     assert node.updates() == []
     timing = json.loads(proc.stdout.strip().splitlines()[-1])
     assert [c["command"].split()[:2] for c in timing["commands"]] == [
+        ["dmesg"],
         ["nvidia-smi", "--query-gpu=index,ecc.errors.uncorrected.volatile.total,retired_pages.pending,"
-                       "remapped_rows.pending,temperature.gpu"], ["dcgmi", "health"],
+                       "remapped_rows.pending,temperature.gpu"],
+        ["nvidia-smi", "--query-gpu=index,pcie.link.width.current,pcie.link.width.max,mig.mode.current,"
+                       "clocks_event_reasons.hw_slowdown,clocks_event_reasons.hw_thermal_slowdown,"
+                       "clocks_event_reasons.sw_thermal_slowdown"],
+        ["nvidia-smi", "nvlink"], ["nvidia-smi", "nvlink"], ["dcgmi", "health"],
         ["nvidia-smi", "--query-compute-apps=pid"], ["dcgmi", "diag"], ["scontrol", "show"]]
-    assert all(c["phase"] == "checks" for c in timing["commands"][:4])
+    assert all(c["phase"] == "checks" for c in timing["commands"][:-1])
 
 
 def test_a_failing_level_1_diagnostic_drains_naming_test_gpu_and_dcgms_message(node):
@@ -727,7 +795,8 @@ def test_each_run_records_its_summary_per_caller(node, monkeypatch, env, source)
     began = time.time()
     proc = node.run()
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    records = sorted(p.name for p in (node.dir / "state").iterdir())
+    records = sorted(p.name for p in (node.dir / "state").iterdir() if p.name.startswith("healthcheck-")
+                     and p.name != "healthcheck-state.json")
     assert records == ["healthcheck-%s.json" % source], records
     record = json.loads((node.dir / "state" / records[0]).read_text())
     assert record["source"] == source and record["node"] == "gpu01" and record["status"] == 1
@@ -746,3 +815,874 @@ def test_the_unit_names_its_runs_epilog():
     with open(UNIT) as handle:
         text = handle.read()
     assert "\nEnvironment=CF_HEALTHCHECK_SOURCE=epilog\n" in text
+
+
+# ====================================================================================================================
+# Issue 21: per-check strikes, switches, DCGM codes to ignore, the circuit breaker, the new checks and the metrics.
+# ====================================================================================================================
+DMESG_EMULATOR = os.path.join(ROOT, "tests", "lab", "emulators", "dmesg")
+NVIDIA_SMI_EMULATOR = os.path.join(ROOT, "tests", "lab", "emulators", "nvidia-smi")
+IB_FIXTURES = os.path.join(ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "infiniband")
+SLURM_FIXTURES = os.path.join(ROOT, "tests", "unit", "plugins", "module_utils", "fixtures", "slurm")
+DOCS = os.path.join(ROOT, "docs", "operations.md")
+# Real `dmesg` lines (util-linux's "[%5lu.%06lu] " stamp): an Xid as drivers before R550 print it, one as later
+# drivers do (pid and name fields), an NVSwitch SXid of each severity.
+XID_79_OLD = "[ 7291.402512] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+XID_48 = ("[ 8120.118240] NVRM: Xid (PCI:0000:18:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double "
+          "bit error (DBE) has been detected on GPU in the framebuffer at partition 6, subpartition 0.\n")
+XID_13 = ("[ 8200.000101] NVRM: Xid (PCI:0000:2a:00): 13, pid=41234, name=python, Graphics SM Warp Exception on "
+          "(GPC 0, TPC 1, SM 0): Out Of Range Address\n")
+SXID_NONFATAL = ("[ 8300.456789] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 20009, Non-fatal, Link 28 RX Short Error "
+                 "Rate\n")
+SXID_FATAL = "[ 8300.456791] nvidia-nvswitch0: SXid (PCI:0000:c3:00.0): 24007, Fatal, Link 30 sourcetrack timeout error\n"
+# Two blocks of `ibstat` on an H100 node (Azure/leptonai gpud testdata ibstat.47.0.h100.all.active.2, verbatim): the
+# last InfiniBand HCA and the bonded Ethernet port (RoCE), whose link layer is not InfiniBand.
+IBSTAT_IB_AND_BOND = """CA 'mlx5_9'
+        CA type: MT4129
+        Number of ports: 1
+        Firmware version: 28.41.1000
+        Hardware version: 0
+        Node GUID: 0xa088c20300da6452
+        System image GUID: 0xa088c20300da6452
+        Port 1:
+                State: Active
+                Physical state: LinkUp
+                Rate: 400
+                Base lid: 1136
+                LMC: 0
+                SM lid: 1
+                Capability mask: 0xa751e848
+                Port GUID: 0xa088c20300da6452
+                Link layer: InfiniBand
+CA 'mlx5_bond_0'
+        CA type: MT4125
+        Number of ports: 1
+        Firmware version: 22.41.1000
+        Hardware version: 0
+        Node GUID: 0xe8ebd30300baa5d2
+        System image GUID: 0xe8ebd30300baa5d2
+        Port 1:
+                State: Active
+                Physical state: LinkUp
+                Rate: 200
+                Base lid: 0
+                LMC: 0
+                SM lid: 0
+                Capability mask: 0x00010000
+                Port GUID: 0xeaebd3fffebaa5d2
+                Link layer: Ethernet
+"""
+# A fake syslog module, put in place before the program starts: every message goes to $FAKE_SYSLOG as
+# "<priority>|<ident>|<text>", so that a test reads what the journal would get.
+SYSLOG_SHIM = """
+import os, runpy, sys, types
+fake = types.ModuleType("syslog")
+fake.LOG_PID, fake.LOG_DAEMON, fake.LOG_ERR, fake.LOG_WARNING, fake.LOG_INFO = 1, 24, 3, 4, 6
+fake.ident = ["python"]
+def openlog(ident, option=0, facility=0):
+    fake.ident[0] = ident
+def syslog_(priority, text):
+    with open(os.environ["FAKE_SYSLOG"], "a") as handle:
+        handle.write("%d|%s|%s\\n" % (priority, fake.ident[0], text))
+fake.openlog, fake.syslog, fake.closelog = openlog, syslog_, lambda: None
+sys.modules["syslog"] = fake
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+runpy.run_path(script, run_name="__main__")
+"""
+
+
+def program(tmp_path):
+    """The rendered program as a module, for its parsers."""
+    import importlib.util
+    path = tmp_path / "cf_healthcheck_module.py"
+    with open(TEMPLATE) as handle:
+        path.write_text(handle.read().replace("{{ ansible_managed | comment }}", "# rendered for the test"))
+    spec = importlib.util.spec_from_file_location("cf_healthcheck_module", str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def node_lines(states):
+    """`scontrol show node -o` of several nodes: [(name, state, reason or None)]."""
+    out = []
+    for name, state, reason in states:
+        line = NODE_IDLE.replace("NodeName=gpu01", "NodeName=" + name).replace("NodeAddr=gpu01", "NodeAddr=" + name)
+        line = line.replace("State=IDLE", "State=" + state)
+        if reason:
+            line += " Reason=%s [root@2025-01-01T10:00:00]" % reason
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def cluster(node, others):
+    """This node (idle) and `others` in the breaker's `scontrol show node -o` listing."""
+    node.sub("scontrol", "all", node_lines([("gpu01", "IDLE", None)] + list(others)))
+
+
+def strikes(node, **given):
+    """The built-in strikes, with these over them."""
+    node.config["strikes"] = given
+
+
+def state_file(node):
+    return json.loads((node.dir / "state" / "healthcheck-state.json").read_text())
+
+
+def record(node, source="manual"):
+    return json.loads((node.dir / "state" / ("healthcheck-%s.json" % source)).read_text())
+
+
+def parse_prom(text):
+    """A strict reading of Prometheus' text exposition format: {(name, label, value): number}, every family with its
+    HELP and TYPE before its samples, no sample twice."""
+    samples = {}
+    typed = {}
+    helped = set()
+    for line in text.splitlines():
+        assert line.strip() == line and line, repr(line)
+        if line.startswith("# HELP "):
+            name, text_ = line[7:].split(" ", 1)
+            assert name not in helped and text_
+            helped.add(name)
+            continue
+        if line.startswith("# TYPE "):
+            name, kind = line[7:].split(" ")
+            assert name in helped and name not in typed and kind == "gauge"
+            typed[name] = kind
+            continue
+        m = re.match(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([a-zA-Z_][a-zA-Z0-9_]*)="([^"\\\n]*)"\} (-?[0-9.eE+-]+)$', line)
+        assert m, line
+        assert m.group(1) in typed, line
+        key = (m.group(1), m.group(2), m.group(3))
+        assert key not in samples, line
+        samples[key] = float(m.group(4))
+    return samples
+
+
+def metric(samples, name, label):
+    return dict((k[2], v) for k, v in samples.items() if k[0] == "clusterforge_healthcheck_" + name and k[1] == label)
+
+
+# --- the template stays a Jinja template of a Python program ----------------------------------------------------
+
+def test_the_template_renders_to_the_program_unchanged():
+    with open(TEMPLATE) as handle:
+        text = handle.read()
+    assert "{%" not in text and "{#" not in text and text.count("{{") == 1
+    rendered = render(TEMPLATE)
+    assert rendered == text.replace("{{ ansible_managed | comment }}", "# Ansible managed")
+    ast.parse(rendered)
+
+
+def test_the_check_names_and_strikes_are_documented():
+    """docs/operations.md lists every check with its built-in strikes, as the program has them."""
+    with open(DOCS) as handle:
+        docs = handle.read()
+    section = docs.split("## Health checks: strikes, switches and the circuit breaker", 1)[1].split("\n## ", 1)[0]
+    rows = dict(re.findall(r"^\| `([a-z_]+)` \|[^\n]*\| (\d+) \|$", section, re.M))
+    defaults = _script_constant("DEFAULT_STRIKES")
+    assert dict((k, int(v)) for k, v in rows.items()) == defaults
+    assert list(rows)[:len(_script_constant("CHECKS"))] == list(_script_constant("CHECKS"))
+
+
+# --- strikes -----------------------------------------------------------------------------------------------------
+
+def test_a_fault_drains_only_after_its_strikes_and_is_reported_pending_until_then(node):
+    strikes(node)  # the built-in strikes: temperature 2
+    node.gpus(8, {3: "3, 0, [N/A], No, 91"})
+    proc = node.run()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert node.updates() == []
+    assert "cf-health: gpu01: pending: temperature 1/2 (GPU 3 temperature 91 C > 85 C); state IDLE; action none;" \
+        in proc.stdout
+    assert record(node)["pending"] == {"temperature": {"strikes": 1, "needed": 2,
+                                                       "faults": ["GPU 3 temperature 91 C > 85 C"]}}
+    assert node.run().returncode == 1
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU 3 temperature 91 C > 85 C"]
+    assert state_file(node)["strikes"]["temperature"] == 2
+
+
+def test_a_passing_run_resets_the_count(node):
+    strikes(node, ecc=2)
+    node.gpus(8, {1: "1, 4, [N/A], No, 34"})
+    node.run()
+    assert state_file(node)["strikes"]["ecc"] == 1
+    node.gpus(8)
+    assert node.run().returncode == 0
+    assert state_file(node)["strikes"]["ecc"] == 0
+    node.gpus(8, {1: "1, 4, [N/A], No, 34"})
+    proc = node.run()
+    assert "pending: ecc 1/2" in proc.stdout and node.updates() == []
+
+
+def test_a_pending_fault_neither_drains_nor_resumes(node):
+    strikes(node)
+    node.node("IDLE+DRAIN", "cf-health: GPU count 7 < 8")
+    node.gpus(8, {0: "0, 0, [N/A], No, 90"})
+    proc = node.run()
+    assert proc.returncode == 1 and node.updates() == [], proc.stdout
+    assert "pending: temperature 1/2" in proc.stdout and "action none" in proc.stdout
+
+
+def test_a_check_that_is_not_evaluated_keeps_its_count(node):
+    """With nvidia-smi failing, pcie (its own query) is not run: its count stays as it was, neither up nor reset."""
+    strikes(node)
+    node.sub("nvidia-smi", "extra", "0, 8, 16, Disabled, Not Active, Not Active, Not Active\n")
+    node.run()
+    assert state_file(node)["strikes"]["pcie"] == 1
+    node.tool("nvidia-smi", "Failed to initialize NVML: Unknown Error\n", rc=255)
+    before = len(node.calls("nvidia-smi"))
+    node.run()
+    counts = state_file(node)["strikes"]
+    assert counts["pcie"] == 1 and counts["gpu_count"] == 1
+    assert [c.split(",")[0] for c in node.calls("nvidia-smi")[before:]] == ["--query-gpu=index"]
+
+
+def test_a_command_that_does_not_answer_needs_the_timeout_strikes(node):
+    strikes(node, timeout=2)  # dcgm_health's own 3 is the larger: max(3, 2)
+    node.config.update(budget_seconds=10, command_timeout_seconds=1)
+    node.dcgm(DCGM_HEALTHY)
+    node.hang("dcgmi")
+    node.gpus(7)
+    proc = node.run()
+    # a real fault drains at once (gpu_count: 1) while the hung dcgmi is pending
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU count 7 < 8"], proc.stdout
+    assert re.search(r"pending: dcgm_health 1/3 \(dcgmi health: no answer within 1 s\)", proc.stdout), proc.stdout
+    strikes(node, timeout=2, dcgm_health=1)
+    node.gpus(8)
+    node.node("IDLE+DRAIN", "cf-health: GPU count 7 < 8")
+    (node.dir / "scontrol.calls").unlink()
+    proc = node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: dcgmi health: no answer within 1 s"]
+
+
+def test_the_count_is_shared_by_slurmd_and_the_epilog(node):
+    strikes(node)
+    node.gpus(8, {5: "5, 0, [N/A], No, 95"})
+    node.run(env={"SLURMD_NODENAME": "gpu01"})
+    assert node.updates() == []
+    node.run(env={"CF_HEALTHCHECK_SOURCE": "epilog"})
+    assert len(node.updates()) == 1
+    assert record(node, "slurmd")["pending"] and record(node, "epilog")["action"] == "drain"
+
+
+def test_a_new_boot_starts_the_counts_afresh(node):
+    strikes(node)
+    node.gpus(8, {5: "5, 0, [N/A], No, 95"})
+    node.run()
+    node.boot_id.write_text("0b7e2a9c-1111-2222-3333-444455556666\n")
+    proc = node.run()
+    assert "pending: temperature 1/2" in proc.stdout and node.updates() == []
+    assert state_file(node)["boot_id"] == "0b7e2a9c-1111-2222-3333-444455556666"
+
+
+def test_without_a_usable_state_directory_a_fault_acts_at_once(node):
+    strikes(node)
+    (node.dir / "state").write_text("not a directory")
+    node.gpus(8, {5: "5, 0, [N/A], No, 95"})
+    proc = node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU 5 temperature 95 C > 85 C"]
+    assert "no strike record, a fault acts at once" in proc.stderr
+
+
+def test_a_run_while_another_holds_the_lock_checks_nothing(node):
+    import fcntl
+    node.config["budget_seconds"] = 4
+    (node.dir / "state").mkdir()
+    with open(node.dir / "state" / "healthcheck.lock", "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        node.gpus(7)
+        proc = node.run()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "another health check run holds" in proc.stdout and "this run checked nothing" in proc.stdout
+    assert node.calls("nvidia-smi") == [] and node.calls("scontrol") == []
+    assert proc.wall < 4
+
+
+def test_a_dry_run_counts_nothing_and_writes_no_metrics(node):
+    strikes(node)
+    node.gpus(8, {5: "5, 0, [N/A], No, 95"})
+    for _run in range(3):
+        proc = node.run("--dry-run")
+        assert "pending: temperature 1/2" in proc.stdout
+    assert not (node.dir / "state" / "healthcheck-state.json").exists()
+    assert not (node.prom_dir / "clusterforge_healthcheck.prom").exists()
+
+
+def test_strikes_from_the_configuration_and_bad_values(node):
+    strikes(node, ecc=3, temperature="x", bogus=2)
+    node.gpus(8, {1: "1, 4, [N/A], No, 91"})
+    proc = node.run()
+    assert "pending: ecc 1/3" in proc.stdout and "temperature 1/2" in proc.stdout
+    assert "strikes: unknown check 'bogus'" in proc.stderr
+    assert "strikes: temperature 'x' is not a whole number >= 1: using 2" in proc.stderr
+
+
+# --- switches ----------------------------------------------------------------------------------------------------
+
+def test_a_disabled_check_does_not_run_and_has_no_series(node):
+    node.config["checks_disabled"] = ["temperature", "nvlink", "xid"]
+    node.gpus(8, {2: "2, 0, [N/A], No, 99"})
+    proc = node.run()
+    assert proc.returncode == 0 and node.updates() == [], proc.stdout
+    assert not any(c.startswith("nvlink") for c in node.calls("nvidia-smi"))
+    assert node.calls("dmesg") == []
+    samples = parse_prom((node.prom_dir / "clusterforge_healthcheck.prom").read_text())
+    checks = set(metric(samples, "fault", "check"))
+    assert "temperature" not in checks and "nvlink" not in checks and "xid" not in checks
+    assert {"gpu_count", "ecc", "pcie", "throttle", "dcgm_health"} <= checks
+    assert record(node)["checks"] == [c for c in _script_constant("CHECKS") if c in checks]
+
+
+def test_unknown_names_in_checks_disabled_are_reported(node):
+    node.config["checks_disabled"] = ["ecc2"]
+    proc = node.run()
+    assert proc.returncode == 0
+    assert "checks_disabled names unknown checks ['ecc2']" in proc.stderr
+
+
+# --- DCGM codes to ignore ----------------------------------------------------------------------------------------
+
+def dcgm_health(node, *incidents):
+    """`dcgmi health -c -j` from the lab's DCGM emulator with these incidents (gpu, system, fail|warn, code)."""
+    env = dict(os.environ, CLUSTERFORGE_EMU_STATE_DIR=str(node.dir / "emu-state"),
+               CLUSTERFORGE_EMU_RUN_DIR=str(node.dir / "emu-run"))
+    subprocess.run([sys.executable, DCGMI_EMULATOR, "health", "-s", "a"], env=env, check=True, capture_output=True)
+    for gpu, system, level, code in incidents:
+        subprocess.run([sys.executable, DCGMI_EMULATOR, "--emu-health", str(gpu), system, level]
+                       + ([str(code)] if code else []), env=env, check=True, capture_output=True)
+    proc = subprocess.run([sys.executable, DCGMI_EMULATOR, "health", "-c", "-j"], env=env, check=True,
+                          capture_output=True, text=True)
+    node.dcgm(json.loads(proc.stdout))
+
+
+def test_dcgm_incidents_with_ignored_codes_do_not_count(node):
+    # GPU 0: the power warning of the DCGM 4.6.1 fixture (code 12); GPU 1: a thermal failure (code 10)
+    dcgm_health(node, (0, "power", "warn", 12), (1, "thermal", "fail", 10))
+    node.config["dcgm_fail_on_warning"] = True
+    proc = node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: dcgmi health Failure "
+                              "(GPU 0 Power system Warning, GPU 1 Thermal system Failure)"], proc.stdout
+    node.node("IDLE")
+    (node.dir / "scontrol.calls").unlink()
+    node.config["dcgm_ignore_error_codes"] = [10]
+    proc = node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: dcgmi health Warning "
+                              "(GPU 0 Power system Warning)"], proc.stdout
+    (node.dir / "scontrol.calls").unlink()
+    node.config["dcgm_ignore_error_codes"] = ["DCGM_FR_CLOCK_THROTTLE_THERMAL", 12]
+    proc = node.run()
+    assert proc.returncode == 0 and node.updates() == [], proc.stdout
+    assert "dcgmi health: ignored GPU 1 Thermal system (DCGM error code 10, dcgm_ignore_error_codes)" in proc.stdout
+
+
+def test_an_incident_whose_code_is_not_recognised_is_never_ignored(node):
+    node.dcgm(DCGM_FAIL)  # "A DBE has occurred": no DCGM message format
+    node.config["dcgm_ignore_error_codes"] = [4, 3, 12]
+    assert node.run().returncode == 1
+    assert node.updates()[0].endswith("dcgmi health Failure (GPU 2 Memory Failure)")
+
+
+def test_an_incident_with_an_ignored_and_a_kept_code_counts(node):
+    dcgm_health(node, (1, "memory", "fail", 4))
+    node.config["dcgm_ignore_error_codes"] = [12]
+    assert node.run().returncode == 1
+    assert node.updates()[0].endswith("dcgmi health Failure (GPU 1 Memory system Failure)")
+
+
+@pytest.mark.parametrize("message, codes", [
+    # DCGM 4.6.1 fixture (dcgmi/health-c-warning-power-1x-l4-dcgm4.6.1.txt), the overflow lines joined
+    ("Detected clocks event due to power violation in GPU 0. Monitor the power conditions. This GPU can still "
+     "perform workload.", [12]),
+    # DCGM 3.x wording of the same codes
+    ("Detected clock throttling due to thermal violation in GPU 3.", [10]),
+    ("Detected 2 volatile double-bit ECC error(s) in GPU 5. Drain the GPU and reset it or reboot the node.", [4]),
+    ("GPU 2's NvLink link 11 is currently down Check DCGM and system logs for errors.", [14]),
+    ("GPU 1 had memory errors and row remappings are pending", [85]),
+    ("Detected XID 79 for GPU 4", [101]),
+    ("A DBE has occurred", []),
+])
+def test_dcgm_codes_are_read_back_from_dcgms_messages(tmp_path, message, codes):
+    assert program(tmp_path).dcgm_codes(message) == codes
+
+
+# --- the circuit breaker ----------------------------------------------------------------------------------------
+
+def test_the_breaker_lets_the_cap_drain_with_one_call_for_every_node(node):
+    # 20 nodes at 10 %: 2 may be drained by the check; one other is already
+    cluster(node, [("gpu%02d" % i, "IDLE", None) for i in range(2, 20)]
+            + [("gpu20", "IDLE+DRAIN", "cf-health: GPU count 7 < 8")])
+    node.gpus(8, {1: "1, 2, [N/A], No, 34"})
+    assert node.run().returncode == 1
+    assert node.calls("scontrol") == ["show node -o gpu01", "show node -o",
+                                      "update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU 1 uncorrectable ECC "
+                                      "errors 2"]
+
+
+def test_the_breaker_opens_beyond_the_cap_names_the_checks_and_logs_at_err(node):
+    fake_log = node.dir / "syslog"
+    node.config["syslog"] = True
+    cluster(node, [("gpu%02d" % i, "IDLE", None) for i in range(2, 19)]
+            + [("gpu19", "MIXED+DRAIN", "cf-health: nvidia-smi: no answer within 19 s"),
+               ("gpu20", "IDLE+DRAIN", "cf-health: GPU count 7 < 8")])
+    node.gpus(8, {1: "1, 2, [N/A], No, 34"})
+    node.sub("dmesg", "x", "")
+    node.tool("dmesg", DMESG_BOOT + XID_48)
+    proc = node.run(argv=[sys.executable, "-c", SYSLOG_SHIM, str(node.script)],
+                    env={"FAKE_SYSLOG": str(fake_log)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert node.updates() == []
+    assert "action none (breaker open: ecc, xid)" in proc.stdout
+    assert ("breaker open: not draining for ecc, xid: 2 of 20 nodes already drained with reason prefix "
+            "'cf-health:', at most 2 (10%) may be") in proc.stderr
+    errors = [line for line in fake_log.read_text().splitlines() if line.startswith("3|cf-health|")]
+    assert any("breaker open: not draining for ecc, xid" in line for line in errors), fake_log.read_text()
+    assert record(node)["breaker_open"] == ["ecc", "xid"]
+    samples = parse_prom((node.prom_dir / "clusterforge_healthcheck.prom").read_text())
+    breaker = metric(samples, "breaker_open", "check")
+    assert breaker["ecc"] == 1 and breaker["xid"] == 1 and breaker["temperature"] == 0
+    assert metric(samples, "fault", "check")["ecc"] == 1
+    assert metric(samples, "status", "source") == {"manual": 1}
+
+
+def test_the_breaker_counts_only_the_checks_own_drains(node):
+    cluster(node, [("gpu02", "IDLE+DRAIN", "cf-roll:20250101T000000Z"), ("gpu03", "IDLE+DRAIN", "bad DIMM"),
+                   ("gpu04", "DOWN+DRAIN", "Not responding")])
+    node.gpus(7)
+    assert node.run().returncode == 1
+    assert len(node.updates()) == 1
+
+
+def test_a_lone_fault_always_drains(node):
+    # 4 nodes at 10 %: floor(0.4) is 0, yet one node may always be drained
+    cluster(node, [("gpu02", "IDLE", None), ("gpu03", "IDLE", None), ("gpu04", "IDLE", None)])
+    node.gpus(7)
+    node.run()
+    assert len(node.updates()) == 1
+    (node.dir / "scontrol.calls").unlink()
+    cluster(node, [("gpu02", "IDLE+DRAIN", "cf-health: GPU count 7 < 8"), ("gpu03", "IDLE", None)])
+    proc = node.run()
+    assert node.updates() == [] and "breaker open: gpu_count" in proc.stdout
+
+
+def test_the_breaker_uses_the_configured_share_and_the_real_one_line_format(node):
+    # the 2-node `scontrol -o show node` fixture: gpu02 idle (this node), gpu01 drained by a rolling change
+    with open(os.path.join(SLURM_FIXTURES, "scontrol-o-show-node-2-nodes.txt")) as handle:
+        listing = handle.read()
+    node.config["node_name"] = "gpu02"
+    node.sub("scontrol", "all", listing.replace("Reason=cf-roll: kernel 6.8 upgrade", "Reason=cf-health: GPU count 7"))
+    node.gpus(7)
+    node.config["max_drained_percent"] = 100
+    node.run()
+    assert node.updates() == ["update NodeName=gpu02 State=DRAIN Reason=cf-health: GPU count 7 < 8"]
+    (node.dir / "scontrol.calls").unlink()
+    node.config["max_drained_percent"] = 50
+    proc = node.run()
+    assert node.updates() == [] and "1 of 2 nodes already drained" in proc.stderr
+
+
+def test_a_random_pause_before_the_count_spreads_nodes_that_decide_together(node):
+    node.config["breaker_jitter_seconds"] = 1.5
+    node.gpus(7)
+    pauses = []
+    for _run in range(4):
+        node.node("IDLE")
+        timing = _timing(node.run("--timing"))
+        pauses.append(timing["breaker_pause_seconds"])
+        assert timing["action"] == "drain"
+        assert timing["elapsed_seconds"] >= pauses[-1]
+    assert all(0 <= p <= 1.5 for p in pauses) and len(set(pauses)) > 1, pauses
+    node.node("IDLE+DRAIN", "cf-health: GPU count 7 < 8")
+    assert _timing(node.run("--timing"))["breaker_pause_seconds"] == 0  # no count, no pause
+
+
+def test_without_the_count_of_drained_nodes_nothing_is_drained(node):
+    node.sub("scontrol", "all", "slurm_load_node error: Unable to contact slurm controller (connect failure)\n", rc=1)
+    node.gpus(7)
+    proc = node.run()
+    assert proc.returncode == 2 and node.updates() == []
+    assert "not draining without the count of drained nodes" in proc.stderr
+
+
+def test_updating_or_resuming_the_checks_own_drain_needs_no_count(node):
+    node.node("IDLE+DRAIN", "cf-health: GPU count 7 < 8")
+    node.run()
+    assert node.calls("scontrol") == ["show node -o gpu01", "update NodeName=gpu01 State=RESUME"]
+
+
+# --- xid -----------------------------------------------------------------------------------------------------------
+
+def test_an_xid_since_the_last_run_drains_and_stays_until_cleared(node):
+    assert node.run().returncode == 0
+    node.tool("dmesg", DMESG_BOOT + XID_79_OLD)
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: xid: Xid 79 on GPU 0000:3b:00 "
+                              "(GPU has fallen off the bus.)"]
+    # the next run sees no new line, but a GPU that had an Xid needs a reset: the fault stays for this boot
+    node.node("IDLE+DRAIN", node.updates()[0].split("Reason=", 1)[1])
+    (node.dir / "scontrol.calls").unlink()
+    assert node.run().returncode == 1 and node.updates() == []
+    proc = node.run("--clear", "xid")
+    assert proc.returncode == 0 and "cleared xid" in proc.stdout
+    assert node.run().returncode == 0
+    assert node.updates() == ["update NodeName=gpu01 State=RESUME"]
+
+
+def test_xids_are_named_with_their_gpus_and_the_driver_words(node):
+    node.tool("dmesg", DMESG_BOOT + XID_48 + XID_79_OLD)
+    node.run()
+    (update,) = node.updates()
+    # the driver's words of the first, cut at 80 characters, then the others by name
+    assert update == ("update NodeName=gpu01 State=DRAIN Reason=cf-health: xid: Xid 48 on GPU 0000:18:00 (An "
+                      "uncorrectable double bit error (DBE) has been detected on GPU in the framebuf); and "
+                      "Xid 79 on GPU 0000:3b:00")
+
+
+def test_application_xids_and_non_fatal_sxids_are_notes_a_fatal_sxid_drains(node):
+    node.tool("dmesg", DMESG_BOOT + XID_13 + SXID_NONFATAL)
+    proc = node.run()
+    assert proc.returncode == 0, proc.stdout
+    assert "xid: Xid 13 on GPU 0000:2a:00 ignored (xid_ignore_codes)" in proc.stdout
+    assert "xid: non-fatal SXid 20009 on nvidia-nvswitch0" in proc.stdout
+    node.tool("dmesg", DMESG_BOOT + XID_13 + SXID_NONFATAL + SXID_FATAL)
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: xid: SXid 24007 on "
+                              "nvidia-nvswitch0 (fatal) (Link 30 sourcetrack timeout error)"]
+
+
+def test_only_lines_after_the_last_run_are_read(node):
+    node.tool("dmesg", DMESG_BOOT + XID_13)
+    node.run()
+    assert state_file(node)["xid"]["last_ts"] == 8200.000101
+    proc = node.run()
+    assert "Xid 13" not in proc.stdout  # an old line is not read again
+
+
+def test_the_dmesg_emulator_feeds_the_check(node):
+    emu_env = {"CLUSTERFORGE_EMU_STATE_DIR": str(node.dir / "emu-state"), "CLUSTERFORGE_EMU_UPTIME": "5000.25"}
+    node.config["dmesg_path"] = DMESG_EMULATOR
+    assert node.run(env=emu_env).returncode == 0
+    subprocess.run([sys.executable, DMESG_EMULATOR, "--emu-xid", "2", "79"], env=dict(os.environ, **emu_env),
+                   check=True)
+    node.run(env=emu_env)
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: xid: Xid 79 on GPU 0000:3a:00 "
+                              "(GPU has fallen off the bus.)"]
+
+
+def test_a_dmesg_that_cannot_read_the_kernel_log_is_a_fault(node):
+    node.tool("dmesg", "", rc=1)
+    (node.dir / "dmesg.out").write_text("")
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: xid: dmesg failed (rc 1): "]
+
+
+# --- nvlink ----------------------------------------------------------------------------------------------------------
+
+def test_an_inactive_nvlink_drains(node):
+    node.sub("nvidia-smi", "nvlink-s", nvlink_status(inactive={(3, 4), (3, 9)}))
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: nvlink: GPU 3 16 of 18 links "
+                              "active (inactive: 4, 9)"]
+
+
+def test_gpus_that_all_have_the_same_inactive_links_are_a_design_unless_configured(node, tmp_path):
+    # an H100 PCIe pair with NVLink bridges: 12 of 18 links up on each GPU (the layout of a real `nvlink -s`)
+    inactive = set((g, link) for g in range(8) for link in (4, 5, 10, 11, 16, 17))
+    node.sub("nvidia-smi", "nvlink-s", nvlink_status(inactive=inactive))
+    assert node.run().returncode == 0
+    node.config["nvlink_active_links"] = 18
+    node.run()
+    assert node.updates()[0].startswith("update NodeName=gpu01 State=DRAIN Reason=cf-health: nvlink: GPU 0 12 of 18 "
+                                        "links active (inactive: 4, 5, 10, 11, 16, 17); nvlink: GPU 1 12 of 18")
+
+
+def test_nvlink_error_counters_that_grow_drain(node):
+    assert node.run().returncode == 0  # the first run is the baseline
+    node.sub("nvidia-smi", "nvlink-e", nvlink_errors(counts={(2, 7): {"CRC Errors": 12, "Replay Errors": 3}}))
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: nvlink: "
+                              "GPU-4f3c8a51-2e7d-1b9c-8a06-000000000002 link 7 CRC Errors +12, Replay Errors +3 since "
+                              "the last run"]
+
+
+def test_nvlink_error_growth_within_the_limit_and_a_reset_counter_pass(node):
+    node.config["nvlink_max_error_increase"] = 20
+    node.run()
+    node.sub("nvidia-smi", "nvlink-e", nvlink_errors(counts={(2, 7): {"CRC Errors": 12}}))
+    assert node.run().returncode == 0
+    node.sub("nvidia-smi", "nvlink-e", nvlink_errors())  # a driver reload zeroes the counters: the new baseline
+    assert node.run().returncode == 0
+
+
+def test_nvlink_parsers_read_both_error_layouts(tmp_path):
+    module = program(tmp_path)
+    block = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa)\n\t Link 0:\n\t\t Replay Errors: 2\n"
+             "\t\t Recovery Errors: 0\n\t\t CRC Errors: 5\n\t Link 1:\n\t\t Replay Errors: 0\n")
+    assert module.parse_nvlink_errors(block) == {"GPU-aaaa": {"0": {"Replay Errors": 2, "Recovery Errors": 0,
+                                                                    "CRC Errors": 5}, "1": {"Replay Errors": 0}}}
+    status = module.parse_nvlink_status(nvlink_status(gpus=1, links=3, inactive={(0, 1)}))
+    assert status == [("0", "GPU-4f3c8a51-2e7d-1b9c-8a06-000000000000", {0: True, 1: False, 2: True})]
+
+
+# --- pcie, throttle, mig -------------------------------------------------------------------------------------------
+
+def test_a_narrower_pcie_link_drains_a_lower_generation_is_not_looked_at(node):
+    node.sub("nvidia-smi", "extra", "0, 16, 16, Disabled, Not Active, Not Active, Not Active\n"
+                                    "1, 8, 16, Disabled, Not Active, Not Active, Not Active\n")
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: pcie: GPU 1 link width x8 < x16"]
+    # idle GPUs lower their link generation to save power: the generation is never queried
+    assert not any("pcie.link.gen" in c for c in node.calls("nvidia-smi"))
+
+
+@pytest.mark.parametrize("reasons, text", [
+    ("Active, Active, Not Active", "throttle: GPU 4 HW slowdown, HW thermal slowdown"),
+    ("Not Active, Not Active, Active", "throttle: GPU 4 SW thermal slowdown"),
+])
+def test_thermal_and_hw_slowdowns_drain(node, reasons, text):
+    node.sub("nvidia-smi", "extra", "4, 16, 16, Disabled, %s\n" % reasons)
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: " + text]
+
+
+def test_drivers_before_r535_get_the_throttle_reason_fields(node):
+    fake = node.bin / "nvidia-smi"
+    fake.write_text("#!/bin/sh\n"
+                    'echo "$*" >> "$FAKE_DIR/nvidia-smi.calls"\n'
+                    'case "$*" in\n'
+                    '  *clocks_event_reasons*) echo \'Field "clocks_event_reasons.hw_slowdown" is not a valid field '
+                    'to query.\'; echo; exit 2 ;;\n'
+                    '  *clocks_throttle_reasons*) echo "0, 16, 16, Disabled, Active, Not Active, Not Active" ;;\n'
+                    '  --query-gpu=index,ecc*) i=0; while [ $i -lt 8 ]; do echo "$i, 0, [N/A], No, 34"; '
+                    'i=$((i+1)); done ;;\n'
+                    '  nvlink*) : ;;\n'
+                    'esac\n')
+    fake.chmod(0o755)
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: throttle: GPU 0 HW slowdown"]
+    extra = [c for c in node.calls("nvidia-smi") if "reasons" in c]
+    assert len(extra) == 2 and "clocks_throttle_reasons.sw_thermal_slowdown" in extra[1]
+
+
+def test_mig_mode_is_checked_only_when_configured(node):
+    node.sub("nvidia-smi", "extra", "0, 16, 16, Enabled, Not Active, Not Active, Not Active\n"
+                                    "1, 16, 16, [N/A], Not Active, Not Active, Not Active\n")
+    assert node.run().returncode == 0  # mig_mode null
+    node.config["mig_mode"] = False
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: mig: GPU 0 MIG mode Enabled, "
+                              "configured Disabled"]
+    (node.dir / "scontrol.calls").unlink()
+    node.config["mig_mode"] = True
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: mig: GPU 1 MIG mode [N/A], "
+                              "configured Enabled"]
+
+
+def test_the_nvidia_smi_emulator_feeds_the_gpu_checks(node):
+    """The lab's nvidia-smi with injected faults, read by the check as a real one: pcie, throttle, mig, nvlink."""
+    emu_env = {"CLUSTERFORGE_EMU_STATE_DIR": str(node.dir / "emu-state"),
+               "CLUSTERFORGE_EMU_RUN_DIR": str(node.dir / "emu-run")}
+    node.config.update(nvidia_smi_path=NVIDIA_SMI_EMULATOR, mig_mode=False)
+    assert node.run(env=emu_env).returncode == 0
+    for args in (["--emu-pcie-width", "2", "8"], ["--emu-throttle", "3", "sw_thermal_slowdown", "1"],
+                 ["--emu-mig", "5", "1"], ["--emu-nvlink-down", "6", "17"], ["--emu-nvlink-errors", "7", "0", "crc", "4"]):
+        subprocess.run([sys.executable, NVIDIA_SMI_EMULATOR] + args, env=dict(os.environ, **emu_env), check=True,
+                       capture_output=True)
+    node.config["max_reason_length"] = 1000
+    node.run(env=emu_env)
+    (update,) = node.updates()
+    reason = update.split("Reason=", 1)[1]
+    assert reason.startswith("cf-health: ")
+    faults = reason[len("cf-health: "):].split("; ")
+    assert faults[:3] == ["pcie: GPU 2 link width x8 < x16", "throttle: GPU 3 SW thermal slowdown",
+                          "mig: GPU 5 MIG mode Enabled, configured Disabled"]
+    assert faults[3] == "nvlink: GPU 6 17 of 18 links active (inactive: 17)"
+    assert re.match(r"^nvlink: GPU-[0-9a-f-]+ link 0 CRC Errors \+4 since the last run$", faults[4]), faults
+
+
+# --- ib_port ---------------------------------------------------------------------------------------------------------
+
+def ib_port(root, device, port=1, state="4: ACTIVE", phys="5: LinkUp", layer="InfiniBand", **counters):
+    base = root / device / "ports" / str(port)
+    (base / "counters").mkdir(parents=True, exist_ok=True)
+    (base / "state").write_text(state + "\n")
+    (base / "phys_state").write_text(phys + "\n")
+    (base / "link_layer").write_text(layer + "\n")
+    values = dict(link_downed=0, symbol_error=0, port_rcv_errors=0, link_error_recovery=0)
+    values.update(counters)
+    for name, value in values.items():
+        (base / "counters" / name).write_text("%d\n" % value)
+
+
+def test_infiniband_ports_from_sysfs(node):
+    root = node.dir / "sys-class-infiniband"
+    for i in range(4):
+        ib_port(root, "mlx5_%d" % i)
+    ib_port(root, "mlx5_bond_0", layer="Ethernet", state="1: DOWN", phys="3: Disabled")  # not InfiniBand: skipped
+    node.config.update(ib=True, ib_sysfs_root=str(root))
+    assert node.run().returncode == 0
+    assert node.calls("ibstat") == []
+    ib_port(root, "mlx5_1", state="1: DOWN", phys="2: Polling")
+    ib_port(root, "mlx5_2", link_downed=2)
+    ib_port(root, "mlx5_3", symbol_error=150, port_rcv_errors=7)
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: ib_port: mlx5_1/1 state DOWN "
+                              "(Polling); ib_port: mlx5_2/1 link went down 2 time(s) since the last run; ib_port: "
+                              "mlx5_3/1 symbol_error +150, port_rcv_errors +7 since the last run"]
+
+
+def test_infiniband_error_growth_within_the_limit_passes(node):
+    root = node.dir / "sys-class-infiniband"
+    ib_port(root, "mlx5_0", symbol_error=10)
+    node.config.update(ib=True, ib_sysfs_root=str(root))
+    node.run()
+    ib_port(root, "mlx5_0", symbol_error=90)
+    assert node.run().returncode == 0
+
+
+def test_infiniband_ports_from_ibstat_where_sysfs_has_none(node):
+    with open(os.path.join(IB_FIXTURES, "ibstat-tabs-4x-cx7-one-down-one-slow.txt")) as handle:
+        node.tool("ibstat", handle.read())
+    node.config.update(ib=True, ib_sysfs_root=str(node.dir / "no-such-dir"))
+    node.run()
+    (update,) = node.updates()
+    assert re.match(r"^update NodeName=gpu01 State=DRAIN Reason=cf-health: ib_port: mlx5_\d/1 state Down "
+                    r"\(Polling\)$", update), update
+    assert node.calls("ibstat") == [""]
+
+
+def test_an_ethernet_port_in_ibstat_is_not_an_infiniband_fault(node):
+    node.tool("ibstat", IBSTAT_IB_AND_BOND.replace("State: Active\n                Physical state: LinkUp\n"
+                                                   "                Rate: 200", "State: Down\n                Physical "
+                                                   "state: Disabled\n                Rate: 200"))
+    node.config.update(ib=True, ib_sysfs_root=str(node.dir / "no-such-dir"))
+    assert node.run().returncode == 0
+
+
+def test_no_infiniband_device_on_an_infiniband_node_is_a_fault(node):
+    node.config.update(ib=True, ib_sysfs_root=str(node.dir / "no-such-dir"), ibstat_path=str(node.dir / "none"))
+    node.run()
+    assert node.updates()[0].startswith("update NodeName=gpu01 State=DRAIN Reason=cf-health: ib_port: no InfiniBand "
+                                        "device")
+
+
+# --- fabric manager and peermem ----------------------------------------------------------------------------------------
+
+def test_fabric_manager_must_be_active_where_configured(node):
+    node.tool("systemctl", "inactive\n", rc=3)
+    assert node.run().returncode == 0 and node.calls("systemctl") == []  # not configured: not asked
+    node.config["fabric_manager"] = True
+    node.run()
+    assert node.calls("systemctl") == ["is-active nvidia-fabricmanager"]
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: fabric_manager: "
+                              "nvidia-fabricmanager is inactive"]
+    node.tool("systemctl", "active\n")
+    node.node("IDLE+DRAIN", "cf-health: fabric_manager: nvidia-fabricmanager is inactive")
+    (node.dir / "scontrol.calls").unlink()
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=RESUME"]
+
+
+def test_peermem_must_be_loaded_where_configured(node):
+    modules = node.dir / "sys-module"
+    (modules / "nvidia").mkdir(parents=True)
+    node.config.update(peermem=True, sys_module_dir=str(modules))
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: peermem: nvidia_peermem is not "
+                              "loaded"]
+    (modules / "nvidia_peermem").mkdir()
+    node.node("IDLE+DRAIN", "cf-health: peermem: nvidia_peermem is not loaded")
+    (node.dir / "scontrol.calls").unlink()
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=RESUME"]
+
+
+# --- metrics -----------------------------------------------------------------------------------------------------------
+
+def test_the_metrics_file_holds_every_caller_and_every_enabled_check(node):
+    strikes(node)
+    node.gpus(8, {6: "6, 0, [N/A], No, 92"})
+    began = time.time()
+    node.run(env={"SLURMD_NODENAME": "gpu01"})
+    node.gpus(8)
+    node.run(env={"CF_HEALTHCHECK_SOURCE": "epilog"})
+    path = node.prom_dir / "clusterforge_healthcheck.prom"
+    text = path.read_text()
+    samples = parse_prom(text)
+    assert {k[0] for k in samples} == {"clusterforge_healthcheck_" + n for n in (
+        "status", "last_run_timestamp_seconds", "duration_seconds", "fault", "strikes", "breaker_open")}
+    assert metric(samples, "status", "source") == {"slurmd": 1, "epilog": 0}
+    stamps = metric(samples, "last_run_timestamp_seconds", "source")
+    assert began <= stamps["slurmd"] <= stamps["epilog"] <= time.time()
+    assert all(0 < v < 10 for v in metric(samples, "duration_seconds", "source").values())
+    enabled = ["gpu_count", "ecc", "retired_pages", "row_remap", "temperature", "dcgm_health", "xid", "nvlink", "pcie",
+               "throttle"]
+    assert sorted(metric(samples, "fault", "check")) == sorted(enabled)
+    assert metric(samples, "fault", "check")["temperature"] == 0  # the epilog's run found it healthy
+    assert metric(samples, "strikes", "check")["temperature"] == 0
+    assert set(metric(samples, "breaker_open", "check").values()) == {0}
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+    assert [p.name for p in node.prom_dir.iterdir()] == ["clusterforge_healthcheck.prom"]  # no temporary file left
+
+
+def test_a_pending_fault_shows_in_the_metrics(node):
+    strikes(node)
+    node.gpus(8, {6: "6, 0, [N/A], No, 92"})
+    node.run()
+    samples = parse_prom((node.prom_dir / "clusterforge_healthcheck.prom").read_text())
+    assert metric(samples, "fault", "check")["temperature"] == 1
+    assert metric(samples, "strikes", "check")["temperature"] == 1
+    assert metric(samples, "status", "source") == {"manual": 1}
+
+
+def test_the_other_callers_series_are_read_back_when_the_state_is_gone(node):
+    node.run(env={"CF_HEALTHCHECK_SOURCE": "epilog"})
+    for child in (node.dir / "state").iterdir():
+        child.unlink()
+    node.run(env={"SLURMD_NODENAME": "gpu01"})
+    samples = parse_prom((node.prom_dir / "clusterforge_healthcheck.prom").read_text())
+    assert sorted(metric(samples, "status", "source")) == ["epilog", "slurmd"]
+
+
+def test_no_metrics_file_when_the_directory_is_empty(node):
+    node.config["textfile_dir"] = ""
+    assert node.run().returncode == 0
+    assert not node.prom_dir.exists()
+
+
+def test_a_metrics_file_that_cannot_be_written_changes_nothing(node):
+    node.prom_dir.write_text("not a directory")
+    node.gpus(7)
+    proc = node.run()
+    assert proc.returncode == 1 and len(node.updates()) == 1
+    assert "cannot write %s" % (node.prom_dir / "clusterforge_healthcheck.prom") in proc.stderr
+
+
+# --- every check at once, within the budget --------------------------------------------------------------------------
+
+def test_every_check_at_once_stays_within_the_budget_with_a_hung_nvlink_query(node):
+    root = node.dir / "sys-class-infiniband"
+    ib_port(root, "mlx5_0")
+    modules = node.dir / "sys-module"
+    (modules / "nvidia_peermem").mkdir(parents=True)
+    node.tool("systemctl", "active\n")
+    node.mounts.write_text("10.0.0.1@o2ib:/scratch /lustre/scratch lustre rw,flock 0 0\n")
+    node.dcgm(DCGM_HEALTHY)
+    node.diag()
+    node.sub("nvidia-smi", "apps", "")
+    node.hang("nvidia-smi", "nvlink")
+    node.config.update(budget_seconds=6, command_timeout_seconds=20, ib=True, ib_sysfs_root=str(root),
+                       fabric_manager=True, peermem=True, sys_module_dir=str(modules), mig_mode=False,
+                       lustre_mounts=["/lustre/scratch"], dcgm_diag_level=1)
+    proc = node.run("--timing")
+    timing = _timing(proc)
+    assert proc.wall < 6, (proc.wall, proc.stdout)
+    assert timing["elapsed_seconds"] < 6
+    assert re.match(r"^update NodeName=gpu01 State=DRAIN Reason=cf-health: nvidia-smi nvlink: no answer within \d+ s; "
+                    r"dcgmi health not run: time budget spent; nvidia-smi not run: time budget spent$",
+                    node.updates()[0]), node.updates()
+    assert record(node)["checks"] == list(_script_constant("CHECKS"))
+    print("every check with a hung nvlink query: %.2f s of a 6 s budget" % timing["elapsed_seconds"])

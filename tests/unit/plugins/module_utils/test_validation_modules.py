@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.clusterforge.gpu.plugins.filter import validation as validation_filter
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_common
+from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_deep
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_judge
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_parsers
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_report
@@ -22,7 +23,8 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils import validation
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common import ValidationError
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils import preflight_validate
 
-MODULES = (validation_common, validation_thresholds, validation_parsers, validation_judge, validation_report)
+MODULES = (validation_common, validation_thresholds, validation_parsers, validation_judge, validation_report,
+           validation_deep)
 FILTERS = validation_filter.FilterModule().filters()
 # filter name -> the module_utils function behind it
 BEHIND = {
@@ -32,6 +34,9 @@ BEHIND = {
     "checkpoint_estimate": validation_parsers.checkpoint_estimate,
     "validation_judge": validation_judge.validation_judge,
     "validation_html": validation_report.validation_html,
+    "validation_node_verdicts": validation_judge.node_verdicts,
+    "validation_loopback_plan": validation_deep.loopback_plan,
+    "validation_loopback_results": validation_deep.loopback_results,
 }
 
 

@@ -69,6 +69,13 @@ def gpus(name, value):
     return change
 
 
+def burn_in(reason):
+    def change(hostvars, groups):
+        both_gpus(hostvars, "slurm_compute_burn_in", True)
+        both_gpus(hostvars, "slurm_compute_burn_in_reason", reason)
+    return change
+
+
 def gpu01(name, value):
     def change(hostvars, groups):
         hostvars["gpu01"][name] = value
@@ -113,6 +120,13 @@ def test_sound_non_default_values_pass():
                 "slurm_compute_healthcheck_command_timeout_seconds": "15",
                 "slurm_compute_healthcheck_lustre_mounts": ["/lustre/scratch"],
                 "slurm_compute_healthcheck_gpu_count": 7,
+                "slurm_compute_healthcheck_checks_disabled": ["pcie", "throttle"],
+                "slurm_compute_healthcheck_strikes": {"temperature": 3, "timeout": "2", "xid": 1},
+                "slurm_compute_healthcheck_max_drained_percent": 100,
+                "slurm_compute_healthcheck_dcgm_ignore_error_codes": [12, "10", "DCGM_FR_PCI_REPLAY_RATE"],
+                "slurm_compute_healthcheck_xid_ignore_codes": [],
+                "slurm_compute_healthcheck_nvlink_active_links": 18,
+                "slurm_compute_healthcheck_textfile_dir": "",
             })
         hostvars["head01"].update({
             "slurm_controller_slurmctld_port": "7817", "slurm_controller_health_check_program": "/opt/cf/bin/hc",
@@ -371,6 +385,47 @@ RULE_CASES = [
     (gpus("slurm_compute_healthcheck_gpu_count", 9), "slurm_compute_healthcheck_gpu_count: 9 is more than the "
                                                      "node's 8 GPUs"),
     (gpus("slurm_compute_healthcheck_gpu_count", "eight"), "slurm_compute_healthcheck_gpu_count: must be a number"),
+    # the health check's switches, strikes, breaker and DCGM codes
+    (gpus("slurm_compute_healthcheck_checks_disabled", ["xid", "ecc2"]),
+     "gpu01: slurm_compute_healthcheck_checks_disabled: 'ecc2' is not a health check (known: gpu_count, ecc,"),
+    (gpus("slurm_compute_healthcheck_checks_disabled", "xid"),
+     "slurm_compute_healthcheck_checks_disabled: must be a list of health check names, got string 'xid'"),
+    (gpus("slurm_compute_healthcheck_strikes", {"temprature": 2}),
+     "slurm_compute_healthcheck_strikes: 'temprature' is not a health check, nor timeout"),
+    (gpus("slurm_compute_healthcheck_strikes", {"ecc": 0}),
+     "slurm_compute_healthcheck_strikes.ecc: must be a whole number of runs of at least 1 (1: the first failing run "
+     "drains), got 0"),
+    (gpus("slurm_compute_healthcheck_strikes", {"timeout": "two"}),
+     "slurm_compute_healthcheck_strikes.timeout: must be a whole number of runs of at least 1"),
+    (gpus("slurm_compute_healthcheck_strikes", [["ecc", 2]]),
+     "slurm_compute_healthcheck_strikes: must be a dict of health check name: runs in a row"),
+    (gpus("slurm_compute_healthcheck_max_drained_percent", 0),
+     "slurm_compute_healthcheck_max_drained_percent: 0 is outside 1-100 % of the nodes (the circuit breaker"),
+    (gpus("slurm_compute_healthcheck_max_drained_percent", 150),
+     "slurm_compute_healthcheck_max_drained_percent: 150 is outside 1-100"),
+    # burn-in: a reason the deep checks own and would resume
+    (burn_in("burn-in: x"), "gpu01: slurm_compute_burn_in_reason: 'burn-in: x' does not start with 'cf-deep:'"),
+    (burn_in("cf-health: new"), "slurm_compute_burn_in_reason: 'cf-health: new' does not start with 'cf-deep:'"),
+    (burn_in("cf-deep: "), "slurm_compute_burn_in_reason: 'cf-deep: ' is the prefix alone"),
+    (burn_in("cf-deep: it's new"), "slurm_compute_burn_in_reason: \"cf-deep: it's new\" contains a quote"),
+    (burn_in("cf-deep: " + "x" * 200), "slurm_compute_burn_in_reason: is 209 characters long"),
+    (burn_in(None), "slurm_compute_burn_in_reason: must be a string starting with 'cf-deep:', got null None"),
+    (gpus("slurm_compute_healthcheck_dcgm_ignore_error_codes", [12, 999]),
+     "slurm_compute_healthcheck_dcgm_ignore_error_codes: 999 is not a DCGM health error code the check recognises"),
+    (gpus("slurm_compute_healthcheck_dcgm_ignore_error_codes", ["DCGM_FR_CLOCK_THROTTLE_POWR"]),
+     "'DCGM_FR_CLOCK_THROTTLE_POWR' is not a DCGM health error code"),
+    (gpus("slurm_compute_healthcheck_dcgm_ignore_error_codes", [True]),
+     "slurm_compute_healthcheck_dcgm_ignore_error_codes: True is not a DCGM health error code"),
+    (gpus("slurm_compute_healthcheck_dcgm_ignore_error_codes", "12"),
+     "slurm_compute_healthcheck_dcgm_ignore_error_codes: must be a list of DCGM error codes"),
+    (gpus("slurm_compute_healthcheck_xid_ignore_codes", [13, -1]),
+     "slurm_compute_healthcheck_xid_ignore_codes: [-1] are not Xid numbers"),
+    (gpus("slurm_compute_healthcheck_nvlink_active_links", -2),
+     "slurm_compute_healthcheck_nvlink_active_links: -2 is outside >= 0"),
+    (gpus("slurm_compute_healthcheck_ib_max_error_increase", "many"),
+     "slurm_compute_healthcheck_ib_max_error_increase: must be an integer"),
+    (gpus("slurm_compute_healthcheck_textfile_dir", "var/lib/node-exporter"),
+     "slurm_compute_healthcheck_textfile_dir: must be an absolute path"),
 ]
 
 
@@ -423,6 +478,11 @@ def test_wrong_shapes_do_not_raise(value):
                      "slurm_compute_healthcheck_path", "slurm_compute_slurmctld_port", "slurm_compute_controller",
                      "slurm_compute_healthcheck_command_timeout_seconds", "slurm_compute_healthcheck_gpu_count",
                      "slurm_compute_healthcheck_budget_seconds",
+                     "slurm_compute_healthcheck_checks_disabled", "slurm_compute_healthcheck_strikes",
+                     "slurm_compute_healthcheck_max_drained_percent",
+                     "slurm_compute_healthcheck_dcgm_ignore_error_codes", "slurm_compute_healthcheck_xid_ignore_codes",
+                     "slurm_compute_healthcheck_nvlink_active_links", "slurm_compute_healthcheck_textfile_dir",
+                     "slurm_compute_healthcheck_nvlink_max_error_increase",
                      "slurm_controller_node_cooling", "slurm_controller_cluster_name"):
             hostvars[host][name] = copy.deepcopy(value)
     errors = run(hostvars, groups)
@@ -515,3 +575,38 @@ def _load_inventory(path):
         values.update(host_vars.get(host, {}))
         hostvars[host] = values
     return hostvars, groups
+
+
+# --- the health check's own lists ------------------------------------------------------------------------------------
+def test_health_check_names_and_codes_are_the_programs():
+    """The check names, strike keys and DCGM codes preflight accepts are the ones the health check program knows."""
+    import ast
+    path = os.path.join(COLLECTION_ROOT, "roles", "slurm_compute", "templates", "usr", "libexec", "clusterforge",
+                        "slurm-healthcheck.j2")
+    with open(path) as handle:
+        tree = ast.parse(handle.read().replace("{{ ansible_managed | comment }}", ""))
+    values = {}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
+            try:
+                values[stmt.targets[0].id] = ast.literal_eval(stmt.value)
+            except ValueError:
+                continue
+    assert values["CHECKS"] == preflight_slurm.HEALTHCHECK_CHECKS
+    assert tuple(sorted(values["DEFAULT_STRIKES"])) == tuple(sorted(preflight_slurm.HEALTHCHECK_STRIKE_KEYS))
+    assert tuple((code, name) for code, name, _pattern in values["DCGM_HEALTH_CODES"]) == \
+        preflight_slurm.DCGM_HEALTH_CODES
+
+
+def test_health_check_defaults_pass():
+    for name in ("slurm_compute_healthcheck_checks_disabled", "slurm_compute_healthcheck_strikes",
+                 "slurm_compute_healthcheck_max_drained_percent", "slurm_compute_healthcheck_dcgm_ignore_error_codes",
+                 "slurm_compute_healthcheck_xid_ignore_codes", "slurm_compute_healthcheck_textfile_dir"):
+        assert spec_default("slurm_compute", name) is not None, name
+    assert spec_default("slurm_compute", "slurm_compute_healthcheck_max_drained_percent") == 10
+    assert run(*base()) == []
+
+
+def test_burn_in_is_checked_only_when_it_is_on_and_a_sound_reason_passes():
+    assert not errors_with(gpus("slurm_compute_burn_in_reason", "no prefix at all"))
+    assert not errors_with(burn_in("cf-deep: burn-in: new node, deep checks pending"))
