@@ -25,6 +25,7 @@ except ImportError:  # pragma: no cover
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils import (
+    preflight_bios,
     preflight_gpu,
     preflight_lustre,
     preflight_os,
@@ -244,6 +245,7 @@ RULE_SETS = (
     ("role variables (argument specs)", preflight_specs.check),
     ("operating system", preflight_os.check),
     ("GPU, driver, DCGM and NCCL", preflight_gpu.check),
+    ("BIOS through the BMC", preflight_bios.check),
     ("Slurm", preflight_slurm.check),
     ("Lustre", preflight_lustre.check),
     ("rolling change", preflight_rolling.check),

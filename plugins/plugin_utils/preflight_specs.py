@@ -60,6 +60,11 @@ KNOWN_GLOBALS = (
     "validate_storage_test_mib",
     # playbooks/rolling_apply.yml (the rolling role's variables are options of its spec).
     "rolling_apply_hosts",
+    # The BMC of each GPU node, read by the bios role (plugins/plugin_utils/preflight_bios.py checks them).
+    "cluster_bmc_address", "cluster_bmc_username", "cluster_bmc_password",
+    # Not a variable: the option of community.general's Redfish modules that roles/bios passes
+    # bios_bmc_validate_certs to (the tree grep reads "validate_certs:" as a validate_* name).
+    "validate_certs",
 )
 # Prefixes of the variables that ClusterForge owns besides "<role>_" (a name with one that nothing reads is a typo).
 GLOBAL_PREFIXES = ("cluster_", "rolling_", "validate_")

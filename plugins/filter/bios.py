@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters over BIOS attributes read through Redfish: bios_vendor, bios_map, bios_plan and bios_judge.
+
+The logic and the vendor table are plugins/module_utils/bios_attributes.py; these filters hand it plain data and
+turn its ValueError into a filter error. Documentation lives beside this file (bios_*.yml).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils import bios_attributes as ba
+
+try:
+    from collections.abc import Mapping
+except ImportError:  # pragma: no cover
+    Mapping = dict
+
+
+def _plain(value, what):
+    """JSON data as plain Python types (ansible-core >= 2.19 hands filters lazy containers and tagged values)."""
+    if value is None:
+        return None
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError) as e:
+        raise AnsibleFilterError("%s: expected JSON data (%s)" % (what, e))
+
+
+def _mapping(value, what, allow_none=True):
+    if value is None and allow_none:
+        return {}
+    if not isinstance(value, Mapping):
+        raise AnsibleFilterError("%s: expected a dict, got %s" % (what, type(value).__name__))
+    return _plain(value, what)
+
+
+def _table(table_extra):
+    try:
+        return ba.merge_table(_mapping(table_extra, "table_extra"))
+    except ValueError as e:
+        raise AnsibleFilterError("bios table_extra: %s" % e)
+
+
+def bios_vendor(manufacturer):
+    """The vendor table's key for a manufacturer string ('Dell Inc.' -> 'dell'); None when the table does not know it."""
+    return ba.vendor_key(None if manufacturer is None else str(manufacturer))
+
+
+def bios_map(attributes, vendor, pending=None, table_extra=None):
+    """The four settings (acs, iommu, sriov, power_profile) of a BIOS, each {value, state, attribute, source, ...}."""
+    return ba.map_bios(None if vendor is None else str(vendor), _mapping(attributes, "bios_map input", False),
+                       _mapping(pending, "bios_map pending"), table=_table(table_extra))
+
+
+def bios_plan(attributes, vendor, pending=None, wanted=None, table_extra=None):
+    """What to stage so that the next reset brings the wanted states, honouring values already pending."""
+    try:
+        plan = ba.compute_patch(None if vendor is None else str(vendor), _mapping(attributes, "bios_plan input", False),
+                                _mapping(pending, "bios_plan pending"), _mapping(wanted, "bios_plan wanted"),
+                                table=_table(table_extra))
+    except ValueError as e:
+        raise AnsibleFilterError("bios_plan: %s" % e)
+    plan["pending_changes"] = ba.pending_changes(_mapping(attributes, "bios_plan input", False),
+                                                 _mapping(pending, "bios_plan pending"))
+    return plan
+
+
+def bios_judge(settings, expected, runtime_acs_enabled=None):
+    """Problems between the BIOS state (bios_map), the runtime ACS state and the hardware profile's expectations."""
+    try:
+        return ba.judge(_mapping(settings, "bios_judge input"), _mapping(expected, "bios_judge expected"),
+                        None if runtime_acs_enabled is None else bool(runtime_acs_enabled))
+    except ValueError as e:
+        raise AnsibleFilterError("bios_judge: %s" % e)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"bios_vendor": bios_vendor, "bios_map": bios_map, "bios_plan": bios_plan, "bios_judge": bios_judge}

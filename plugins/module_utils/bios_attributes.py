@@ -1,0 +1,440 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""BIOS settings read out of band (Redfish ``Systems/{id}/Bios``): vendor attribute names -> four settings.
+
+Stdlib only, no Ansible import: the filters of plugins/filter/bios.py, the unit tests and the lab's Redfish BMC
+emulator use the same code.
+
+The four settings are ``acs`` (PCIe Access Control Services), ``iommu`` (Intel VT-d / AMD-Vi), ``sriov`` and
+``power_profile``. Each one is ``enabled``, ``disabled`` or ``unknown``; for ``power_profile`` ``enabled`` means
+"the vendor's maximum-performance profile" and ``disabled`` a profile that is known not to be it.
+
+The table below is the only place that knows vendor attribute names. Every entry names the public BIOS dump or
+attribute registry (repository, path and commit) where the attribute and the values it maps were seen, and says
+what that source shows. What no source showed is not in the table: an attribute, a value or a vendor the table does
+not know is reported ``unknown`` with the reason, never guessed, and cannot be set. An operator who has checked
+their own platform's attribute registry adds entries with ``merge_table`` (role variable ``bios_vendor_table_extra``),
+each with its source too. docs/bios.md has the same table for people.
+
+Redfish semantics followed here (DMTF DSP0266 "Settings resource", Bios schema): ``Bios.Attributes`` are the values
+in effect; ``@Redfish.Settings.SettingsObject`` points at the pending settings, applied at the next reset. Some BMCs
+list only the pending changes there (Dell, Supermicro), others a full copy of every attribute (HPE, Lenovo): an
+attribute is pending when the settings object holds it with a value different from the current one, so both forms
+read the same.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+SETTINGS = ("acs", "iommu", "sriov", "power_profile")
+STATES = ("enabled", "disabled", "unknown")
+WANTED = ("enabled", "disabled")
+
+_GH = "https://github.com/%s/blob/%s/%s"
+_LIBREDFISH = "chet-nvidia/libredfish"
+# Public BIOS dumps and registries the table was checked against. The libredfish mockups were captured from real
+# BMCs with DMTF's Redfish-Mockup-Creator (tests/mockups/README of that repository); the crate is MIT-licensed
+# (Cargo.toml). Copies of the parts the unit tests need are in tests/unit/plugins/module_utils/fixtures/bios/
+# (PROVENANCE.md there).
+SOURCES = {
+    "dell_r750": _GH % (_LIBREDFISH, "4d447210a4ac39e8c9eb611b3f9493c2724efde7",
+                        "tests/mockups/dell/redfish/v1/Systems/System.Embedded.1/Bios/index.json"),
+    "hpe_a42": _GH % (_LIBREDFISH, "ce33f42406875d62ae8814af9edcbe56f7587968",
+                      "tests/mockups/hpe/redfish/v1/Systems/1/Bios/index.json"),
+    "lenovo_xcc": _GH % (_LIBREDFISH, "1bbcc7a74d114912bc181f90a395a4dd42e9af79",
+                         "tests/mockups/lenovo/redfish/v1/Systems/1/Bios/index.json"),
+    "lenovo_registry": _GH % (_LIBREDFISH, "1bbcc7a74d114912bc181f90a395a4dd42e9af79",
+                              "docs/lenovo-registry/BiosAttributeRegistry.1.0.0.json"),
+    "lenovo_lp1836": "https://lenovopress.lenovo.com/lp1836-tuning-uefi-settings-4th-gen-intel-xeon-scalable-processor",
+    "supermicro_x13": _GH % (_LIBREDFISH, "25ff5a985ac875ce3affd43a3dd58eed810a7cc0",
+                             "tests/mockups/supermicro/redfish/v1/Systems/1/Bios/index.json"),
+    "supermicro_x11ddw_manual": "https://manualshive.com/en/manual/supermicro/x11ddw-l/1404049?page=93",
+}
+
+# vendor -> setting -> candidate entries, tried in order (the first whose attribute the BIOS has is used).
+# Entry keys:
+#   attribute  the attribute name; with match "hash_suffix" the part before '#' (Supermicro appends '#<hex id>'
+#              that differs between boards: "IntelVTforDirectedI/O(VT-d)#1E12")
+#   values     {raw value: state} for the values a source showed or documented
+#   set        {wanted state: raw value to write}; a state missing here cannot be set through this entry
+#   source     URL of the dump/registry/manual; evidence: what it shows; note: anything a reader must know
+VENDOR_TABLE = {
+    "dell": {
+        # PowerEdge R750 dump: no ACS attribute, and no attribute documented in a checked source as VT-d alone
+        # (ProcVirtualization is "Virtualization Technology"): acs and iommu stay unknown on Dell.
+        "sriov": [{
+            "attribute": "SriovGlobalEnable",
+            "values": {"Enabled": "enabled", "Disabled": "disabled"},
+            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            "source": SOURCES["dell_r750"],
+            "evidence": 'PowerEdge R750, BIOS 1.8.2, BiosAttributeRegistry.v1_0_3: "SriovGlobalEnable": "Disabled"',
+        }],
+        "power_profile": [{
+            "attribute": "SysProfile",
+            "values": {"PerfOptimized": "enabled"},
+            "set": {"enabled": "PerfOptimized"},
+            "source": SOURCES["dell_r750"],
+            "evidence": 'PowerEdge R750 dump: "SysProfile": "PerfOptimized" (System Profile "Performance")',
+            "note": "other System Profiles (performance per watt, custom) are not mapped: reported unknown",
+        }],
+    },
+    "hpe": {
+        "acs": [{
+            "attribute": "AccessControlService",
+            "values": {"Enabled": "enabled", "Disabled": "disabled"},
+            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            "source": SOURCES["hpe_a42"],
+            "evidence": 'iLO BiosAttributeRegistryA42.v1_2_60 (AMD EPYC ProLiant): "AccessControlService": "Enabled"',
+        }],
+        "iommu": [{
+            "attribute": "ProcAmdIoVt",
+            "values": {"Enabled": "enabled", "Disabled": "disabled"},
+            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            "source": SOURCES["hpe_a42"],
+            "evidence": 'AMD I/O Virtualization Technology (AMD-Vi): "ProcAmdIoVt": "Enabled"',
+            "note": "AMD platforms only; the Intel VT-d attribute of HPE Intel platforms is not in the table",
+        }],
+        "sriov": [{
+            "attribute": "Sriov",
+            "values": {"Enabled": "enabled", "Disabled": "disabled"},
+            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            "source": SOURCES["hpe_a42"],
+            "evidence": '"Sriov": "Enabled"',
+        }],
+        "power_profile": [{
+            "attribute": "PowerRegulator",
+            "values": {"OsControl": "disabled"},
+            "set": {},
+            "source": SOURCES["hpe_a42"],
+            "evidence": '"PowerRegulator": "OsControl" (OS Control Mode, not a static high-performance mode)',
+            "note": "the value of HPE's maximum-performance mode is not in a checked dump: it cannot be set",
+        }],
+    },
+    "lenovo": {
+        # Processors_PCIeACSCTL and the per-bit ACS attributes (Processors_SourceValidation, ..._P2PRequestRedirect)
+        # are in the XCC dump, but no checked source documents what their values do: acs stays unknown on Lenovo.
+        "iommu": [{
+            "attribute": "DevicesandIOPorts_IntelVTforDirectedIOVTd",
+            "values": {"Enabled": "enabled", "Disabled": "disabled"},
+            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            "source": SOURCES["lenovo_registry"],
+            "evidence": 'XCC BiosAttributeRegistry.1.0.0: DisplayName "Intel(R) VT for Directed I/O (VT-d)", '
+                        'Enumeration Disabled|Enabled, default Enabled, ResetRequired true; the XCC dump '
+                        + SOURCES["lenovo_xcc"] + ' has "Enabled"',
+        }],
+        "power_profile": [{
+            "attribute": "OperatingModes_ChooseOperatingMode",
+            "values": {"MaximumPerformance": "enabled", "Efficiency_FavorPerformance": "disabled",
+                       "Efficiency_FavorPower": "disabled"},
+            "set": {"enabled": "MaximumPerformance"},
+            "source": SOURCES["lenovo_xcc"],
+            "evidence": 'XCC dump: "OperatingModes_ChooseOperatingMode": "Efficiency_FavorPerformance"; the four '
+                        'preset modes (Minimal Power, Efficiency - Favor Power, Efficiency - Favor Performance, '
+                        'Maximum Performance) are Lenovo Press LP1836 ' + SOURCES["lenovo_lp1836"],
+            "note": "CustomMode and MinimalPower are not mapped (reported unknown)",
+        }],
+    },
+    "supermicro": {
+        "acs": [{
+            "attribute": "PCIeACSCTL",
+            "match": "hash_suffix",
+            # The manual's wording: "Select Enable to program Access Control Services to Chipset PCI-E Root Port
+            # Bridges. Select Disable to program Access Control Services to all PCI-E Root Port Bridges."
+            "values": {"Disable": "enabled", "Enable": "disabled"},
+            "set": {"enabled": "Disable", "disabled": "Enable"},
+            "source": SOURCES["supermicro_x11ddw_manual"],
+            "evidence": 'X13 dump ' + SOURCES["supermicro_x13"] + ': "PCIeACSCTL#1E1C": "Disable"; X11DDW-L manual '
+                        'p.93 "ACS (Access Control Services) Control"',
+            "note": "inverted: Enable limits ACS to the chipset's root ports (GPU and NIC paths hang off the CPU "
+                    "root ports and PCIe switches), Disable programs ACS on every root port",
+        }],
+        "iommu": [{
+            "attribute": "IntelVTforDirectedI/O(VT-d)",
+            "match": "hash_suffix",
+            "values": {"Enable": "enabled", "Disable": "disabled"},
+            "set": {"enabled": "Enable", "disabled": "Disable"},
+            "source": SOURCES["supermicro_x13"],
+            "evidence": '"IntelVTforDirectedI/O(VT-d)#1E12": "Enable"; options Enable/Disable in the X11DDW-L '
+                        'manual p.93 ' + SOURCES["supermicro_x11ddw_manual"],
+        }],
+        "sriov": [{
+            "attribute": "SR-IOVSupport",
+            "match": "hash_suffix",
+            "values": {"Enabled": "enabled", "Disabled": "disabled"},
+            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            "source": SOURCES["supermicro_x13"],
+            "evidence": '"SR-IOVSupport#0048": "Enabled" (this attribute spells Enabled/Disabled, unlike the '
+                        'VT-d one)',
+        }],
+        # PowerTechnology ("Custom" in the dump) has no value a checked source documents as maximum performance.
+    },
+}
+
+# Manufacturer strings (ComputerSystem.Manufacturer, service root Vendor) -> table key. Matched on the lower-case
+# text with spaces, dots and commas removed, by prefix.
+_VENDOR_PREFIXES = (
+    ("dell", "dell"),
+    ("hpe", "hpe"),
+    ("hewlettpackardenterprise", "hpe"),
+    ("hp", "hpe"),  # iLO of older ProLiants reports "HP"
+    ("lenovo", "lenovo"),
+    ("supermicro", "supermicro"),
+    ("supermicrocomputer", "supermicro"),
+)
+
+
+def vendor_key(manufacturer):
+    """The table key of a manufacturer string ('Dell Inc.' -> 'dell'), or None when the table does not know it."""
+    if manufacturer is None:
+        return None
+    text = "".join(ch for ch in str(manufacturer).lower() if ch not in " .,-_")
+    if text in VENDOR_TABLE:
+        return text
+    for prefix, key in _VENDOR_PREFIXES:
+        if text.startswith(prefix):
+            return key
+    return None
+
+
+def merge_table(extra=None, table=None):
+    """The vendor table with the operator's entries first: ``{vendor: {setting: [entry, ...]}}``.
+
+    Every extra entry needs ``attribute``, ``values`` (raw value -> enabled|disabled) and ``source``; ``set``
+    (enabled|disabled -> raw value) and ``match`` (exact|hash_suffix) are optional. Raises ValueError naming the
+    first problem.
+    """
+    merged = copy.deepcopy(VENDOR_TABLE if table is None else table)
+    for vendor, settings in (extra or {}).items():
+        key = vendor_key(vendor) or str(vendor).lower()
+        if not isinstance(settings, dict):
+            raise ValueError("vendor %s: expected a dict of settings, got %s" % (vendor, type(settings).__name__))
+        for setting, entries in settings.items():
+            if setting not in SETTINGS:
+                raise ValueError("vendor %s: unknown setting %r (one of %s)" % (vendor, setting, ", ".join(SETTINGS)))
+            if isinstance(entries, dict):
+                entries = [entries]
+            checked = []
+            for entry in entries or []:
+                checked.append(_check_entry(vendor, setting, entry))
+            merged.setdefault(key, {}).setdefault(setting, [])
+            merged[key][setting] = checked + merged[key][setting]
+    return merged
+
+
+def _check_entry(vendor, setting, entry):
+    where = "vendor %s, setting %s" % (vendor, setting)
+    if not isinstance(entry, dict):
+        raise ValueError("%s: an entry must be a dict, got %s" % (where, type(entry).__name__))
+    for key in ("attribute", "values", "source"):
+        if not entry.get(key):
+            raise ValueError("%s: entry needs %r (every table entry names its source)" % (where, key))
+    if not isinstance(entry["values"], dict):
+        raise ValueError("%s: values must map raw values to enabled|disabled" % where)
+    bad = sorted(str(v) for v in entry["values"].values() if v not in WANTED)
+    if bad:
+        raise ValueError("%s: values map to enabled or disabled only, got %s" % (where, ", ".join(bad)))
+    set_values = entry.get("set")
+    if set_values is None:
+        # Derive the values to write from the first raw value of each state.
+        set_values = {}
+        for raw, state in entry["values"].items():
+            set_values.setdefault(state, raw)
+    if not isinstance(set_values, dict) or any(k not in WANTED for k in set_values):
+        raise ValueError("%s: set must map enabled|disabled to the raw value to write" % where)
+    match = entry.get("match", "exact")
+    if match not in ("exact", "hash_suffix"):
+        raise ValueError("%s: match must be exact or hash_suffix, got %r" % (where, match))
+    out = dict(entry)
+    out["set"] = dict(set_values)
+    out["match"] = match
+    return out
+
+
+def _find(entry, attributes):
+    """(attribute name in the BIOS, None) or (None, reason)."""
+    name = entry["attribute"]
+    if entry.get("match", "exact") == "exact":
+        return (name, None) if name in attributes else (None, "no attribute %s" % name)
+    found = sorted(a for a in attributes if a.split("#", 1)[0] == name)
+    if not found:
+        return None, "no attribute %s#<id>" % name
+    if len(found) > 1:
+        return None, "%d attributes match %s#<id> (%s): ambiguous" % (len(found), name, ", ".join(found))
+    return found[0], None
+
+
+def _same(a, b):
+    """Equal values of the same JSON kind: True is not 1 and "1" is not 1 (subclasses of str, such as the tagged
+    strings ansible-core hands to filters, are strings)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    return a == b
+
+
+def _state(entry, value):
+    for raw, state in entry["values"].items():
+        if _same(raw, value):
+            return state
+    return "unknown"
+
+
+def _entry_for(table, vendor, setting, attributes):
+    """(entry, attribute, reason): the first entry whose attribute this BIOS has."""
+    if vendor is None:
+        return None, None, "vendor not in the table"
+    entries = table.get(vendor, {}).get(setting) or []
+    if not entries:
+        return None, None, "the table has no %s attribute for %s" % (setting, vendor)
+    reasons = []
+    for entry in entries:
+        attribute, reason = _find(entry, attributes)
+        if attribute is not None:
+            return entry, attribute, None
+        reasons.append(reason)
+    return None, None, "; ".join(reasons)
+
+
+def pending_changes(current, pending):
+    """``{attribute: {"current": value, "pending": value}}`` for every attribute the settings object would change
+    (a full copy and a list of changes read the same); an attribute only in the pending set is listed with current
+    None."""
+    out = {}
+    current = current or {}
+    for name, value in (pending or {}).items():
+        if name not in current or not _same(current[name], value):
+            out[name] = {"current": current.get(name), "pending": value}
+    return out
+
+
+def map_bios(vendor, attributes, pending=None, table=None):
+    """Map a BIOS to the four settings.
+
+    ``vendor`` is a table key or a manufacturer string; ``attributes`` the ``Bios.Attributes`` in effect;
+    ``pending`` the ``Attributes`` of the settings object (optional). Returns ``{setting: {value, state,
+    attribute, source, reason, pending_value, pending_state, next_state}}``: ``pending_value``/``pending_state``
+    are set only when a different value waits for the next reset, ``next_state`` is the state after it.
+    """
+    table = VENDOR_TABLE if table is None else table
+    key = vendor if vendor in table else vendor_key(vendor)
+    attributes = attributes or {}
+    changes = pending_changes(attributes, pending)
+    out = {}
+    for setting in SETTINGS:
+        entry, attribute, reason = _entry_for(table, key, setting, attributes)
+        if entry is None:
+            if key is None:
+                reason = "vendor %r is not in the table" % (vendor,)
+            out[setting] = {"value": None, "state": "unknown", "attribute": None, "source": None,
+                            "reason": reason, "pending_value": None, "pending_state": None, "next_state": "unknown"}
+            continue
+        value = attributes[attribute]
+        state = _state(entry, value)
+        item = {"value": value, "state": state, "attribute": attribute, "source": entry["source"],
+                "reason": None if state != "unknown" else "value %r is not in the table for %s" % (value, attribute),
+                "pending_value": None, "pending_state": None, "next_state": state}
+        if attribute in changes:
+            item["pending_value"] = changes[attribute]["pending"]
+            item["pending_state"] = _state(entry, item["pending_value"])
+            item["next_state"] = item["pending_state"]
+        out[setting] = item
+    return out
+
+
+def compute_patch(vendor, current, pending, wanted, table=None):
+    """The attributes to stage so that the next reset brings ``wanted`` (``{setting: enabled|disabled|None}``).
+
+    Already-pending values are honoured: a setting whose pending value already gives the wanted state is not staged
+    again. Returns ``{"patch": {attribute: value}, "settings": {setting: {action, attribute, current, pending,
+    target, reason}}, "unsupported": [...], "conflicts": [...]}`` where action is one of
+
+    * ``none``: in effect, nothing pending against it;
+    * ``already_pending``: the pending value gives the wanted state (a reset applies it);
+    * ``stage``: the attribute goes into ``patch``;
+    * ``conflict``: in effect now, but a pending value would undo it at the next reset. community.general's
+      SetBiosAttributes drops an attribute whose current value equals the requested one, so it cannot override the
+      pending value: the pending change must be cleared on the BMC first;
+    * ``unsupported``: the table cannot read or set it on this BIOS (reason says why).
+    """
+    table = VENDOR_TABLE if table is None else table
+    key = vendor if vendor in table else vendor_key(vendor)
+    current = current or {}
+    changes = pending_changes(current, pending)
+    result = {"patch": {}, "settings": {}, "unsupported": [], "conflicts": []}
+    for setting, want in sorted((wanted or {}).items()):
+        if want is None:
+            continue
+        if setting not in SETTINGS:
+            raise ValueError("unknown setting %r (one of %s)" % (setting, ", ".join(SETTINGS)))
+        if want not in WANTED:
+            raise ValueError("%s: wanted state must be enabled or disabled, got %r" % (setting, want))
+        item = {"action": None, "attribute": None, "current": None, "pending": None, "target": None, "reason": None}
+        result["settings"][setting] = item
+        entry, attribute, reason = _entry_for(table, key, setting, current)
+        if entry is None:
+            item.update(action="unsupported",
+                        reason=reason if key is not None else "vendor %r is not in the table" % (vendor,))
+            result["unsupported"].append(setting)
+            continue
+        item["attribute"] = attribute
+        item["current"] = current[attribute]
+        target = entry["set"].get(want)
+        now = _state(entry, current[attribute])
+        nxt = now
+        if attribute in changes:
+            item["pending"] = changes[attribute]["pending"]
+            nxt = _state(entry, item["pending"])
+        if now == want and nxt == want:
+            item["action"] = "none"
+        elif nxt == want:
+            item["action"] = "already_pending"
+        elif now == want:
+            item.update(action="conflict", reason="pending value %r would change %s at the next reset; clear the "
+                        "pending BIOS settings on the BMC first" % (item["pending"], attribute))
+            result["conflicts"].append(setting)
+        elif target is None:
+            item.update(action="unsupported", reason="the table has no value of %s that sets %s %s"
+                        % (attribute, setting, want))
+            result["unsupported"].append(setting)
+        else:
+            item.update(action="stage", target=target)
+            result["patch"][attribute] = target
+    return result
+
+
+def judge(mapped, expected, runtime_acs_enabled=None):
+    """Compare the BIOS state (``map_bios``) and the runtime ACS state with what the hardware profile expects.
+
+    ``expected`` is ``{setting: enabled|disabled}`` (settings left out are not judged); ``runtime_acs_enabled`` is
+    whether ACS is enabled on a GPU/NIC path now (clusterforge.gpu.pcie_acs_info), None when not read. Returns
+    ``{"problems": [...], "unknown": [...], "pending": [...]}``: a problem is a known state that disagrees with the
+    profile (BIOS or runtime); a setting whose BIOS state is unknown is listed in ``unknown``, not failed; a setting
+    whose pending value would fix or break it at the next reset is listed in ``pending``.
+    """
+    out = {"problems": [], "unknown": [], "pending": []}
+    for setting, want in sorted((expected or {}).items()):
+        if want is None:
+            continue
+        if setting not in SETTINGS or want not in WANTED:
+            raise ValueError("expected %s=%r: setting must be one of %s and the state enabled or disabled"
+                             % (setting, want, ", ".join(SETTINGS)))
+        item = (mapped or {}).get(setting) or {"state": "unknown", "reason": "not read"}
+        if item["state"] == "unknown":
+            out["unknown"].append("%s: BIOS state unknown (%s)" % (setting, item.get("reason") or "no reason"))
+        elif item["state"] != want:
+            out["problems"].append("%s: BIOS %s=%r is %s, the profile wants %s" % (
+                setting, item.get("attribute"), item.get("value"), item["state"], want))
+        if item.get("pending_state") is not None and item.get("next_state") != item["state"]:
+            out["pending"].append("%s: %s at the next reset (%s=%r pending)" % (
+                setting, item["next_state"], item.get("attribute"), item.get("pending_value")))
+    want_acs = (expected or {}).get("acs")
+    if want_acs in WANTED and runtime_acs_enabled is not None:
+        runtime = "enabled" if runtime_acs_enabled else "disabled"
+        if runtime != want_acs:
+            out["problems"].append("acs: runtime ACS on the GPU/NIC paths is %s, the profile wants %s" % (runtime, want_acs))
+    return out
