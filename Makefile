@@ -122,6 +122,7 @@ sanity: venv
 
 test-unit: venv link
 	@tests/report/install-chromium.sh
+	@tests/tools/install-prometheus.sh
 	$(call phase,unit and conformance tests)
 	@pytest -q tests/unit tests/lab/unit tests/bench tests/conformance tests/report
 

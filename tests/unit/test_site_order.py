@@ -7,8 +7,8 @@ import os
 import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ORDER = ["preflight", "common_os", "nvidia_driver", "dcgm", "pcie_acs", "gpu_tuning", "slurm_controller",
-         "slurm_compute", "lustre_server", "lustre_client", "nccl", "validate"]
+ORDER = ["preflight", "common_os", "nvidia_driver", "dcgm", "pcie_acs", "bios", "gpu_tuning", "slurm_controller",
+         "slurm_compute", "lustre_server", "lustre_client", "nccl", "monitoring", "validate"]
 
 
 def _stages():

@@ -1,0 +1,151 @@
+"""The lab's monitoring end to end (clusterforge.gpu.monitoring, converged by site.yml): Prometheus on head01 scrapes
+every host's node-exporter and both GPU nodes' dcgm-exporter (the lab's emulator over the nvidia-smi emulator);
+an uncorrectable ECC error injected on gpu01 fires GPUUncorrectableECCError in Prometheus's API and reaches
+Alertmanager, and the time from the injection to the firing alert is measured and printed; a drain shows in the
+Slurm node-state metrics. Prometheus is asked from head01 (python3 urllib), as an operator on the controller would.
+The lab's intervals are seconds (inventories/lab/group_vars/all/lab_monitoring.yml)."""
+
+import json
+import time
+import urllib.parse
+
+import pytest
+
+from labkit import podman_exec, settled_node_states, slurm  # pylint: disable=import-error
+
+PROMETHEUS = "http://localhost:9090"
+ALERTMANAGER = "http://localhost:9093"
+GET = "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
+ALERTS = {"GPUUncorrectableECCError", "GPUXidError", "GPUTemperatureHigh", "GPUNVLinkErrors",
+          "GPUErrorCountersNotExported", "HealthCheckCircuitBreakerOpen", "HealthCheckNotRunning",
+          "HealthCheckMetricsMissing", "SlurmNodesDrainedShareHigh", "SlurmMetricsStale", "TargetDown"}
+TARGETS = {("prometheus", "head01"), ("alertmanager", "head01"), ("node", "head01"), ("node", "gpu01"),
+           ("node", "gpu02"), ("node", "stor01"), ("dcgm-exporter", "gpu01"), ("dcgm-exporter", "gpu02")}
+# GPU slot 5 of gpu01 (the nvidia-smi emulator's --emu-ecc takes the slot; all eight GPUs present: gpu="5").
+ECC_GPU = "5"
+
+
+def get(url):
+    rc, out = podman_exec("head01", "python3", "-c", GET, url)
+    assert rc == 0, (url, out)
+    return json.loads(out)
+
+
+def query(expr):
+    return get("%s/api/v1/query?query=%s" % (PROMETHEUS, urllib.parse.quote(expr)))["data"]["result"]
+
+
+def firing(alertname, **labels):
+    """The firing alerts of that name whose labels include `labels`, from Prometheus's /api/v1/alerts."""
+    alerts = get(PROMETHEUS + "/api/v1/alerts")["data"]["alerts"]
+    return [a for a in alerts if a["labels"].get("alertname") == alertname and a["state"] == "firing"
+            and all(a["labels"].get(k) == v for k, v in labels.items())]
+
+
+def wait(what, probe, seconds, step=1.0):
+    deadline = time.monotonic() + seconds
+    while True:
+        value = probe()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "%s: not within %d s" % (what, seconds)
+        time.sleep(step)
+
+
+def test_prometheus_loaded_the_rules_and_reports_every_target_up(converged):  # pylint: disable=unused-argument
+    groups = get(PROMETHEUS + "/api/v1/rules?type=alert")["data"]["groups"]
+    loaded = {r["name"]: r for g in groups for r in g["rules"]}
+    assert ALERTS <= set(loaded), sorted(loaded)
+    assert all(r["health"] == "ok" for r in loaded.values()), [(n, r.get("lastError")) for n, r in loaded.items()
+                                                               if r["health"] != "ok"]
+
+    def all_up():
+        targets = get(PROMETHEUS + "/api/v1/targets?state=active")["data"]["activeTargets"]
+        seen = {(t["labels"]["job"], t["labels"]["node"]): t["health"] for t in targets}
+        return seen if set(seen) == TARGETS and set(seen.values()) == {"up"} else None
+
+    seen = wait("every target up", all_up, 120, step=2)
+    print("Prometheus on head01: %d targets up: %s" % (len(seen), ", ".join("%s@%s" % t for t in sorted(seen))))
+    # the GPU nodes' exporters serve the eight emulated GPUs each, named by node and GPU
+    gpus = {(r["metric"]["node"], r["metric"]["gpu"]) for r in query("DCGM_FI_DEV_GPU_TEMP")}
+    assert gpus == {(n, str(g)) for n in ("gpu01", "gpu02") for g in range(8)}, sorted(gpus)
+
+
+def test_an_uncorrectable_ecc_error_on_gpu01_fires_its_alert_and_the_latency_is_measured(converged):  # pylint: disable=unused-argument
+    # The lab is healthy first: no such alert, and the counter is there and 0.
+    wait("no GPUUncorrectableECCError before the injection", lambda: not firing("GPUUncorrectableECCError"), 120, 2)
+    before = query('DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{node="gpu01",gpu="%s"}' % ECC_GPU)
+    assert [r["value"][1] for r in before] == ["0"], before
+    injected = time.time()
+    assert podman_exec("gpu01", "nvidia-smi", "--emu-ecc", ECC_GPU, "1")[0] == 0
+    try:
+        alerts = wait("GPUUncorrectableECCError firing for gpu01 GPU %s" % ECC_GPU,
+                      lambda: firing("GPUUncorrectableECCError", node="gpu01", gpu=ECC_GPU), 120, step=0.5)
+        seen = time.time()
+        (alert,) = alerts
+        assert alert["labels"]["severity"] == "critical" and alert["labels"]["UUID"].startswith("GPU-")
+        assert alert["annotations"]["summary"] == "gpu01 GPU %s: 1 uncorrectable ECC error(s)" % ECC_GPU
+        # Prometheus's own record of when the alert became active (no `for`: it fired in that evaluation).
+        active_at = alert["activeAt"]
+        print("GPUUncorrectableECCError latency on the lab (scrape and evaluation every 5 s): %.1f s from the "
+              "injection to the firing alert seen in the API (activeAt %s)" % (seen - injected, active_at))
+        assert seen - injected < 60, seen - injected
+
+        def in_alertmanager():
+            flt = urllib.parse.quote('alertname="GPUUncorrectableECCError"')
+            got = get("%s/api/v2/alerts?filter=%s" % (ALERTMANAGER, flt))
+            return [a for a in got if a["labels"].get("node") == "gpu01" and a["labels"].get("gpu") == ECC_GPU
+                    and a["status"]["state"] == "active"]
+
+        wait("the alert in Alertmanager", in_alertmanager, 60)
+        print("GPUUncorrectableECCError reached Alertmanager %.1f s after the injection" % (time.time() - injected))
+        # Only that GPU of that node.
+        assert {(a["labels"]["node"], a["labels"]["gpu"]) for a in firing("GPUUncorrectableECCError")} == \
+            {("gpu01", ECC_GPU)}
+    finally:
+        podman_exec("gpu01", "nvidia-smi", "--emu-ecc", ECC_GPU, "0")
+    restored = time.time()
+    wait("GPUUncorrectableECCError cleared after the restore", lambda: not firing("GPUUncorrectableECCError"), 120, 0.5)
+    print("GPUUncorrectableECCError cleared %.1f s after the restore" % (time.time() - restored))
+    _give_back_a_health_check_drain("gpu01")
+
+
+def _give_back_a_health_check_drain(node):
+    """The health check (HealthCheckInterval, CYCLE) may have run on the node while the fault was there and drained
+    it: its next run resumes its own drain; run it now, as slurmd does, instead of waiting up to five minutes."""
+    state, reason = settled_node_states().get(node, ("", ""))
+    if state.startswith(("drain", "drng")) and reason.startswith("cf-health:"):
+        rc, out = podman_exec(node, "env", "-i", "SLURMD_NODENAME=" + node, "/usr/libexec/clusterforge/slurm-healthcheck")
+        assert rc == 0, out
+        wait("%s resumed by its health check" % node,
+             lambda: not settled_node_states()[node][0].startswith(("drain", "drng")), 60, 2)
+
+
+def test_slurm_drained_metrics_reflect_a_drain(converged):  # pylint: disable=unused-argument
+    states = settled_node_states()
+    free = [n for n in ("gpu02", "gpu01") if not states[n][0].startswith(("drain", "drng", "down"))]
+    if not free:
+        pytest.fail("no GPU node in service to drain: %s" % states)
+    node = free[0]
+    assert not query('clusterforge_slurm_node_drained{node="%s"}' % node)
+    drained_before = sum(float(r["value"][1]) for r in query('clusterforge_slurm_nodes{state=~"drained|draining"}'))
+    start = time.time()
+    rc, out = slurm("scontrol", "update", "NodeName=" + node, "State=DRAIN", "Reason=lab-test: monitoring drain")
+    assert rc == 0, out
+    try:
+        series = wait("clusterforge_slurm_node_drained for %s" % node,
+                      lambda: query('clusterforge_slurm_node_drained{node="%s"} == 1' % node), 60, 0.5)
+        print("the drain of %s showed in Prometheus %.1f s after scontrol update" % (node, time.time() - start))
+        assert [r["metric"]["reason_owner"] for r in series] == ["lab-test"], series
+        assert series[0]["metric"]["instance"].endswith(":9100") and series[0]["metric"]["job"] == "node"
+        after = sum(float(r["value"][1]) for r in query('clusterforge_slurm_nodes{state=~"drained|draining"}'))
+        assert after == drained_before + 1, (drained_before, after)
+        total = sum(float(r["value"][1]) for r in query("clusterforge_slurm_nodes"))
+        assert total == len(settled_node_states()), total
+    finally:
+        rc, out = slurm("scontrol", "update", "NodeName=" + node, "State=RESUME")
+    assert rc == 0, out
+    wait("the drain of %s gone from the metrics" % node,
+         lambda: not query('clusterforge_slurm_node_drained{node="%s"}' % node), 60, 0.5)
+    # the node-state metrics are fresh: no SlurmMetricsStale
+    assert not firing("SlurmMetricsStale")
