@@ -14,6 +14,7 @@ import re
 
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils import bios_attributes
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress as hostlist_compress
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
 from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
@@ -409,6 +410,108 @@ class _Judge(object):
                  % (host, on_path, " (still enabled off those paths: %s)" % ", ".join(other) if other else ""),
                  measured=0, expected=0, unit="bridges")
 
+    # ---------------------------------------------------------------- BIOS beside runtime ACS
+    @staticmethod
+    def runtime_acs(info):
+        """(True/False, words): ACS enabled on a bridge on a GPU/NIC path now (pcie_acs_info); (None, why) when
+        that was not read."""
+        if not _is_map(info) or info.get("skipped"):
+            return None, "not read (no pcie_acs_info)"
+        if info.get("failed") and not _is_list(info.get("bridges")):
+            return None, "not read (pcie_acs_info failed)"
+        if "gpu_nic_acs_enabled_bridges" in info:
+            enabled = [to_text(b) for b in info.get("gpu_nic_acs_enabled_bridges") or []]
+        else:
+            enabled = [to_text(b.get("bdf")) for b in info.get("bridges") or []
+                       if _is_map(b) and b.get("acs_enabled") and b.get("on_gpu_nic_path")]
+        if enabled:
+            return True, "enabled on %d bridge(s) on GPU/NIC paths" % len(enabled)
+        if info.get("access_denied"):
+            return None, "not read (lspci: access denied)"
+        return False, "disabled"
+
+    @staticmethod
+    def bios_words(setting, item, runtime_words):
+        """``acs: BIOS disabled (AccessControlService='Disabled'), runtime disabled``: one setting's BIOS state,
+        beside the runtime state for ACS."""
+        item = item if _is_map(item) else {}
+        state = to_text(item.get("state") or "unknown")
+        if item.get("attribute"):
+            how = "%s=%r" % (to_text(item["attribute"]), _plain(item.get("value")))
+        else:
+            how = to_text(item.get("reason") or "not read")
+        text = "%s: BIOS %s (%s)" % (setting, state, how)
+        if setting == "acs":
+            text += ", runtime %s" % runtime_words
+        return text
+
+    def bios(self, host, node, expected):
+        """``bios.settings``: the BIOS read through the BMC (``bios_state`` of the bios role) and the runtime ACS
+        state against ``bios_settings``, judged by bios_attributes.judge (the one verdict the bios role's filter
+        bios_judge gives too)."""
+        check_id = "bios.settings"
+        enabled = _bool(expected.get("bios_enabled"), "%s expected.bios_enabled" % host)
+        require_known = _bool(expected.get("bios_require_known"), "%s expected.bios_require_known" % host)
+        settings = expected.get("bios_settings")
+        if settings is not None and not _is_map(settings):
+            raise ValidationError("validation_judge: %s expected.bios_settings must be a dict of setting -> "
+                                  "enabled|disabled" % host)
+        wanted = dict((to_text(k), _plain(v)) for k, v in (settings or {}).items() if v is not None)
+        want_text = ", ".join("%s %s" % (k, wanted[k]) for k in sorted(wanted)) or None
+        if not enabled:
+            # Nothing asked of this node's BIOS (the deep checks, a cluster without BMC access): no check at all.
+            if wanted:
+                self.add(check_id, host, "skip", "%s: BIOS not read: bios_enabled is not true for this node "
+                         "(bios_settings wants %s)" % (host, want_text), expected=want_text)
+            return
+        state = node.get("bios_state")
+        if not _is_map(state) or not _is_map(state.get("settings")):
+            error = to_text(node.get("bios_error") or "no BIOS state was recorded").strip().splitlines()
+            self.add(check_id, host, "fail", "%s: the BIOS could not be read through the BMC: %s"
+                     % (host, error[0][:300] if error else "no message"), expected=want_text)
+            return
+        mapped = _plain(state["settings"])
+        runtime, runtime_words = self.runtime_acs(node.get("pcie_acs_info"))
+        try:
+            verdict = bios_attributes.judge(mapped, wanted, runtime)
+        except ValueError as e:
+            self.add(check_id, host, "fail", "%s: bios_settings cannot be judged: %s" % (host, e), expected=want_text)
+            return
+        # A setting in the wanted state now that a value pending on the BMC changes at the next reset: the bios
+        # role calls it a conflict (community.general cannot stage over it); here it fails, as the next reboot
+        # takes the node out of the profile.
+        undone = []
+        for setting in sorted(wanted):
+            item = mapped.get(setting) or {}
+            if item.get("state") == wanted[setting] and item.get("pending_state") is not None \
+                    and item.get("next_state") != wanted[setting]:
+                undone.append("%s: %s now, but %s=%r pending makes it %s at the next reset" % (
+                    setting, wanted[setting], item.get("attribute"), item.get("pending_value"), item.get("next_state")))
+        shown = [s for s in bios_attributes.SETTINGS if s in wanted] or list(bios_attributes.SETTINGS)
+        side = "; ".join(self.bios_words(s, mapped.get(s), runtime_words) for s in shown)
+        measured = ", ".join("%s %s" % (s, (mapped.get(s) or {}).get("state") or "unknown") for s in shown)
+        if "acs" in shown:
+            measured += ", runtime acs %s" % ("enabled" if runtime else "disabled" if runtime is False else "unknown")
+        pending = ""
+        if verdict["pending"]:
+            pending = ". Pending on the BMC (applied at the next reboot): %s" % "; ".join(verdict["pending"])
+        problems = verdict["problems"] + undone
+        unknown = "not judged: %s" % "; ".join(verdict["unknown"]) if verdict["unknown"] else None
+        if require_known and unknown:
+            problems, unknown = problems + ["%s (bios_require_known)" % u for u in verdict["unknown"]], None
+        vendor = to_text(state.get("vendor") or state.get("manufacturer") or "vendor unknown")
+        where = "BIOS of %s through BMC %s" % (vendor, to_text(state.get("bmc") or "?"))
+        if problems:
+            status, head = "fail", "; ".join(problems + ([unknown] if unknown else []))
+        elif unknown:
+            status, head = "skip", unknown
+        elif not wanted:
+            status, head = "skip", "no BIOS setting expected (bios_settings is empty)"
+        else:
+            status, head = "pass", "BIOS as bios_settings wants (%s)" % want_text
+        self.add(check_id, host, status, "%s: %s. %s: %s%s" % (host, head, where, side, pending), measured=measured,
+                 expected=want_text)
+
     # ---------------------------------------------------------------- InfiniBand ports
     def ib_ports(self, host, node, expected):
         info = node.get("ib_port_info")
@@ -790,6 +893,7 @@ def validation_judge(measured, thresholds=None):
         judge.gpus(host, node, expected)
         judge.dcgm(host, node)
         judge.acs(host, node, expected)
+        judge.bios(host, node, expected)
         judge.ib_ports(host, node, expected)
         judge.nccl("nccl.single_node", host, node.get("nccl_local"), "nccl_single_node_busbw_gbps",
                    "single-node NCCL test", "%s NCCL" % host, why=judge.busy(node))

@@ -9,7 +9,8 @@ role runs every Redfish call on bios_redfish_host (the controller) anyway. The n
 the lab's lspci emulator, whether it uses VFIO or SR-IOV before a change that disables ACS.
 
 gpu01's BMC serves the recorded HPE dump (AccessControlService), gpu02's the recorded Supermicro one
-(PCIeACSCTL#1E1C, inverted): the same wanted state, two vendors' attributes.
+(PCIeACSCTL#1E1C, inverted): the same wanted state, two vendors' attributes. The last test runs the validation
+playbook with the same BMCs: its check bios.settings judges the BIOS beside the runtime ACS state.
 """
 
 import json
@@ -203,3 +204,51 @@ def test_site_yml_runs_the_bios_stage_after_preflight(bmc_lab):
     assert "inventory passed preflight" in out
     assert "TASK [clusterforge.gpu.bios : Report the BIOS settings read through the BMC]" in out
     assert bmc_lab.password not in out
+
+
+def test_validation_judges_the_bios_beside_runtime_acs(bmc_lab, tmp_path):
+    """playbooks/validate.yml reads each GPU node's BIOS through its BMC (read only) and judges it with the runtime
+    ACS state against bios_settings: check bios.settings, one per node. After the reset above ACS is disabled in both
+    BIOSes, and pcie_acs keeps it disabled at runtime: gpu01 passes. gpu02's BIOS ACS is set back to enabled through
+    its BMC (staged, then a reset: what a change in the BIOS setup does) while runtime ACS stays disabled, the case of
+    issue 22: validation fails on gpu02, naming the attribute and its value beside the runtime state. Only one
+    validation run (the whole playbook): the other checks are not asserted here (the rolling tests of
+    test_lab_e2e.py leave a power limit that differs from the lab inventory's)."""
+    attribute = ACS_ATTRIBUTE["gpu02"]
+    acs_enabled = "Disable"  # Supermicro's PCIeACSCTL is inverted: Disable programs ACS on every root port
+    staged = bmc_lab.module("gpu02", "redfish_config", category="Systems", command=["SetBiosAttributes"],
+                            bios_attributes={attribute: acs_enabled})
+    assert staged["changed"], staged
+    assert bmc_lab.module("gpu02", "redfish_command", category="Systems", command=["PowerForceRestart"])["changed"]
+    try:
+        assert bmc_lab.attributes("gpu02")[attribute] == acs_enabled
+        rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", bmc_lab.inventory,
+                       "playbooks/validate.yml", "-e", json.dumps({"bios_settings": {"acs": "disabled"},
+                                                                   "validate_fetch_dir": str(tmp_path)})])
+        for node in PROFILES:  # validation staged nothing
+            pending = bmc_lab.attributes(node, pending=True)
+            current = bmc_lab.attributes(node)
+            assert all(current.get(name) == value for name, value in pending.items()), (node, pending)
+    finally:
+        bmc_lab.module("gpu02", "redfish_config", category="Systems", command=["SetBiosAttributes"],
+                       bios_attributes={attribute: ACS_DISABLED["gpu02"]})
+        bmc_lab.module("gpu02", "redfish_command", category="Systems", command=["PowerForceRestart"])
+    assert rc != 0, out
+    assert bmc_lab.password not in out
+    with open(os.path.join(str(tmp_path), "validation.json")) as f:
+        report = json.load(f)
+    checks = dict((c["subject"], c) for c in report["checks"] if c["id"] == "bios.settings")
+    assert sorted(checks) == ["gpu01", "gpu02"], report["checks"]
+    passed, failed = checks["gpu01"], checks["gpu02"]
+    assert passed["status"] == "pass", passed
+    assert passed["message"].startswith("gpu01: BIOS as bios_settings wants (acs disabled). BIOS of hpe through BMC "
+                                        "%s: " % bmc_lab.baseuri["gpu01"]), passed
+    assert "acs: BIOS disabled (AccessControlService='Disabled'), runtime disabled" in passed["message"], passed
+    assert failed["status"] == "fail", failed
+    assert failed["message"].startswith("gpu02: acs: BIOS PCIeACSCTL#1E1C='Disable' is enabled, the profile wants "
+                                        "disabled. BIOS of supermicro through BMC "), failed
+    assert "acs: BIOS enabled (PCIeACSCTL#1E1C='Disable'), runtime disabled" in failed["message"], failed
+    assert failed["message"] in report["failures"]
+    # The callback may wrap the verdict and, in a YAML single-quoted string, double its quotes.
+    flat = " ".join(out.replace("''", "'").split())
+    assert "Validation failed" in flat and "gpu02: acs: BIOS PCIeACSCTL#1E1C='Disable' is enabled" in flat, out
