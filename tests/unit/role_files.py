@@ -25,3 +25,44 @@ def role_imports(tasks):
         for key in ("block", "rescue", "always"):
             out += role_imports(task.get(key))
     return out
+
+
+def _trusted(value):
+    """YAML read from a role's files, its strings marked as templates Ansible may render (as Ansible's loader does)."""
+    from ansible.template import trust_as_template  # pylint: disable=import-outside-toplevel
+
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {k: _trusted(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_trusted(v) for v in value]
+    return value
+
+
+def role_templar(root, role, **variables):
+    """Ansible's templar over a role's defaults/main.yml and vars/main.yml (its vars win, as in a play), then
+    `variables` (as the inventory's or -e's would, for the test)."""
+    from ansible.parsing.dataloader import DataLoader  # pylint: disable=import-outside-toplevel
+    from ansible.template import Templar  # pylint: disable=import-outside-toplevel
+
+    merged = {}
+    for name in ("defaults", "vars"):
+        path = os.path.join(root, "roles", role, name, "main.yml")
+        if os.path.isfile(path):
+            merged.update(_trusted(load_yaml(path) or {}))
+    merged.update(_trusted(variables))
+    return Templar(loader=DataLoader(), variables=merged)
+
+
+def render_role_template(root, role, template, **variables):
+    """A role's template (path under its templates/) rendered as ansible.builtin.template renders it: trim_blocks on,
+    lstrip_blocks off, backslashes kept, ansible_managed set to Ansible's default unless given."""
+    from ansible.template import trust_as_template  # pylint: disable=import-outside-toplevel
+
+    variables.setdefault("ansible_managed", "Ansible managed")
+    templar = role_templar(root, role, **variables)
+    text = trust_as_template(read_text(root, "roles", role, "templates", template))
+    out = templar.template(text, escape_backslashes=False,
+                           overrides={"trim_blocks": True, "lstrip_blocks": False, "newline_sequence": "\n"})
+    return "" if out is None else out

@@ -5,9 +5,9 @@
 Ansible itself (ansible-playbook, local connection) for the lab's inventory.
 
 Without tools: the alert names, labels and annotations, the scrape targets, the receivers, and that every metric the
-rules and the dashboard read is one that dcgm-exporter (as the lab's emulator prints it), the Slurm node-state
-program or the health check writes. Where Prometheus's promtool and Alertmanager's amtool are installed (Debian:
-prometheus, prometheus-alertmanager): `promtool check rules|config`, `amtool check-config` (what the role's
+rules and the dashboard read is one that dcgm-exporter (started with the dcgm role's counters file), the Slurm
+node-state program or the health check writes. Where Prometheus's promtool and Alertmanager's amtool are installed
+(Debian: prometheus, prometheus-alertmanager): `promtool check rules|config`, `amtool check-config` (what the role's
 `validate:` runs), every dashboard query parsed by promtool, and `promtool test rules` cases that fire, and do not
 fire, each alert on recorded series.
 """
@@ -26,6 +26,8 @@ import urllib.request
 
 import pytest
 import yaml
+
+from role_files import render_role_template
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "monitoring")
@@ -88,6 +90,8 @@ def _load(name, path):
 
 EMULATOR = _load("cf_dcgm_exporter_emulator", os.path.join(ROOT, "tests", "lab", "emulators", "dcgm-exporter"))
 SLURM_METRICS = _load("cf_slurm_metrics", os.path.join(ROLE, "files", "clusterforge-slurm-metrics"))
+# The counters file the dcgm role starts dcgm-exporter with (-f), rendered with its defaults.
+DCGM_COUNTERS = render_role_template(ROOT, "dcgm", "etc/dcgm-exporter/clusterforge-counters.csv.j2")
 
 
 def render(out_dir, extra=None, inventory_data=None):
@@ -148,7 +152,7 @@ def _metric_names(expr):
 
 
 def _known_metrics():
-    dcgm = {f for f, kind, _h in EMULATOR.DEFAULT_COUNTERS if kind != "label"}
+    dcgm = {f for f, kind, _h in EMULATOR.parse_collectors(DCGM_COUNTERS) if kind != "label"}
     slurm = set(re.findall(r"^# TYPE (clusterforge_slurm_[a-z_]+) ", SLURM_METRICS.render({}, [], 0, 0), re.M))
     return dcgm | slurm | HEALTHCHECK_METRICS | {"up", "ALERTS", "time"}
 
@@ -214,8 +218,9 @@ def test_rules_follow_the_variables(rendered_webhook):
 
 
 def test_the_dcgm_fields_the_rules_read_are_the_exporters_field_names():
-    """The ECC and NVLink fields are dcgm-exporter's own names (etc/default-counters.csv, commented out there)."""
-    fields = [f for f, _k, _h in EMULATOR.DEFAULT_COUNTERS]
+    """The ECC and NVLink fields are dcgm-exporter's own names (etc/default-counters.csv, commented out there; the
+    dcgm role's counters file enables them: tests/unit/roles/test_dcgm_exporter_counters.py)."""
+    fields = [f for f, _k, _h in EMULATOR.COUNTERS]
     for name in ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_DEV_GPU_TEMP",
                  "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL",
                  "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"):
@@ -572,6 +577,8 @@ def test_the_stack_on_loopback_fires_an_injected_ecc_error_into_alertmanager(tmp
     env = dict(os.environ, CLUSTERFORGE_EMU_STATE_DIR=str(tmp_path / "emu"), CLUSTERFORGE_EMU_RUN_DIR=str(tmp_path / "run"),
                CLUSTERFORGE_EMU_NVIDIA_SMI=str(smi), NODE_NAME="gpu01")
     env.pop("CLUSTERFORGE_EMU_GPU_COUNT", None)
+    counters = tmp_path / "clusterforge-counters.csv"
+    counters.write_text(DCGM_COUNTERS)
     logs = open(tmp_path / "daemons.log", "w")  # pylint: disable=consider-using-with
     argvs = [
         [DAEMONS["prometheus"], "--config.file=%s/prometheus.yml" % out, "--storage.tsdb.path=%s" % (tmp_path / "tsdb"),
@@ -579,8 +586,9 @@ def test_the_stack_on_loopback_fires_an_injected_ecc_error_into_alertmanager(tmp
         [DAEMONS["prometheus-alertmanager"], "--config.file=%s/alertmanager.yml" % out,
          "--storage.path=%s" % (tmp_path / "am"), "--web.listen-address=127.0.0.1:%d" % ports["alertmanager"],
          "--cluster.listen-address="],
+        # as the dcgm role's unit starts it: with the role's counters file (the ECC counters are not in the default)
         [sys.executable, os.path.join(ROOT, "tests", "lab", "emulators", "dcgm-exporter"),
-         "-a", "127.0.0.2:%d" % ports["dcgm"]],
+         "-a", "127.0.0.2:%d" % ports["dcgm"], "-f", str(counters)],
     ] + [[DAEMONS["prometheus-node-exporter"], "--web.listen-address=%s:%d" % (ip, ports["node"]),
           "--collector.disable-defaults", "--collector.textfile",
           "--collector.textfile.directory=%s" % textfiles[host]] for host, ip in (("head01", "127.0.0.1"), ("gpu01", "127.0.0.2"))]
