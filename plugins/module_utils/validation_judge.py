@@ -14,7 +14,8 @@ import re
 
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils import bios_attributes
+from ansible_collections.clusterforge.gpu.plugins.module_utils.bios_attributes import SETTINGS as BIOS_SETTINGS
+from ansible_collections.clusterforge.gpu.plugins.module_utils.bios_attributes import judge as bios_judge
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress as hostlist_compress
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
 from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
@@ -473,7 +474,7 @@ class _Judge(object):
         mapped = _plain(state["settings"])
         runtime, runtime_words = self.runtime_acs(node.get("pcie_acs_info"))
         try:
-            verdict = bios_attributes.judge(mapped, wanted, runtime)
+            verdict = bios_judge(mapped, wanted, runtime)
         except ValueError as e:
             self.add(check_id, host, "fail", "%s: bios_settings cannot be judged: %s" % (host, e), expected=want_text)
             return
@@ -487,7 +488,7 @@ class _Judge(object):
                     and item.get("next_state") != wanted[setting]:
                 undone.append("%s: %s now, but %s=%r pending makes it %s at the next reset" % (
                     setting, wanted[setting], item.get("attribute"), item.get("pending_value"), item.get("next_state")))
-        shown = [s for s in bios_attributes.SETTINGS if s in wanted] or list(bios_attributes.SETTINGS)
+        shown = [s for s in BIOS_SETTINGS if s in wanted] or list(BIOS_SETTINGS)
         side = "; ".join(self.bios_words(s, mapped.get(s), runtime_words) for s in shown)
         measured = ", ".join("%s %s" % (s, (mapped.get(s) or {}).get("state") or "unknown") for s in shown)
         if "acs" in shown:
