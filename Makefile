@@ -37,6 +37,9 @@ LAB_TESTS ?= $(foreach m,e2e health monitoring deep bios,$(wildcard tests/lab/te
 # Debian 12 (bookworm, Slurm 22.05), so both Slurm majors are proven by every `make test`.
 # `make molecule ROLE=<role> SUITE=bookworm` runs one scenario on Debian 12.
 SUITE ?= trixie
+# The unit and integration tiers run in this many pytest-xdist workers (each test is independent: its own tmp_path,
+# inventories and ansible-playbook runs); 0 runs them in one process.
+PYTEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 ROLES_ON_BOTH_SUITES = slurm_controller slurm_compute
 phase = @printf '\n==> [%s] %s\n' "$$(date +%H:%M:%S)" "$(1)"
 
@@ -124,11 +127,11 @@ test-unit: venv link
 	@tests/report/install-chromium.sh
 	@tests/tools/install-prometheus.sh
 	$(call phase,unit and conformance tests)
-	@pytest -q tests/unit tests/lab/unit tests/bench tests/conformance tests/report
+	@pytest -q -n $(PYTEST_WORKERS) tests/unit tests/lab/unit tests/bench tests/conformance tests/report
 
 test-integration: venv link
 	$(call phase,integration: preflight against broken inventories)
-	@pytest -q tests/integration
+	@pytest -q -n $(PYTEST_WORKERS) tests/integration
 
 molecule: bootstrap
 	@test -n "$(ROLE)" || { echo "usage: make molecule ROLE=<role> [SUITE=trixie|bookworm]"; exit 2; }
