@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs make targets side by side and fails when any of them failed, after all of them ended, naming which.
+# Each line of a target's output is prefixed with the target's name ("test-lab: ..."), so the interleaved log still
+# reads per target. `make test` runs the molecule scenarios and the lab's end-to-end tests this way: both spend
+# about half their time waiting on containers (package installs, systemd, Slurm, retries), so on a 2-core machine
+# they take little more side by side than the longer of the two alone. SIDE_BY_SIDE=0 runs them one after another.
+set -uo pipefail
+make_cmd=${MAKE:-make}
+if [ "${SIDE_BY_SIDE:-1}" = 0 ]; then
+  for target in "$@"; do "$make_cmd" --no-print-directory "$target" || { echo "side_by_side: $target failed" >&2; exit 1; }; done
+  exit 0
+fi
+pids=()
+for target in "$@"; do
+  ( "$make_cmd" --no-print-directory "$target" 2>&1 | sed -u "s/^/$target: /" ) &
+  pids+=("$!")
+done
+failed=()
+i=0
+for target in "$@"; do
+  wait "${pids[$i]}" || failed+=("$target")
+  i=$((i + 1))
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "side_by_side: failed: ${failed[*]}" >&2
+  exit 1
+fi
+echo "side_by_side: passed: $*"
