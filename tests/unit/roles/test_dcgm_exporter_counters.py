@@ -121,8 +121,9 @@ def test_the_error_counters_the_default_file_leaves_out_are_on(rendered):
 
 def test_the_file_is_what_the_exporter_reads(rendered):
     lines = rendered.splitlines()
-    assert lines[:4] == ["#", "# " + MANAGED, "#", "# Written by clusterforge.gpu.dcgm (dcgm_exporter_collectors_manage): "
-                                                     "the role overwrites only a file that has this line."]
+    marker = ("# Written by clusterforge.gpu.dcgm (dcgm_exporter_collectors_manage): "
+              "the role overwrites only a file that has this line.")
+    assert lines[:4] == ["#", "# " + MANAGED, "#", marker]
     rows = counters(rendered)
     fields = [f for f, _k, _h in rows]
     assert len(fields) == len(set(fields)), "a field twice"
