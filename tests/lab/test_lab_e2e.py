@@ -207,9 +207,10 @@ def roll(tmp_path, power_w, *extra):
 class Monitor(object):
     """Polls sinfo every second while a roll runs and keeps every snapshot."""
 
-    def __init__(self):
+    def __init__(self, on_snapshot=None):
         import threading
         self.snapshots = []
+        self.on_snapshot = on_snapshot
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
 
@@ -217,6 +218,8 @@ class Monitor(object):
         while not self.stop.is_set():
             try:
                 self.snapshots.append(node_states())
+                if self.on_snapshot:
+                    self.on_snapshot(self.snapshots[-1])
             except AssertionError:
                 pass
             self.stop.wait(1)
@@ -245,19 +248,33 @@ def wait_for_job(job_id, wanted, seconds=120):
     return state
 
 
+ROLL_RELEASE = "/srv/cf-roll-job-release"
+
+
 def test_rolling_change_drains_only_what_changes_and_kills_no_job(converged, tmp_path):
     states = settled_node_states()
     assert all(s == "idle" for s, r in states.values()), states
     rc, out = slurm("scontrol", "update", "NodeName=gpu02", "State=DRAIN", "Reason=admin: fan check")
     assert rc == 0, out
-    rc, out = slurm("sbatch", "--parsable", "-w", "gpu01", "-J", "cf-roll-job", "--time=5", "--wrap", "sleep 45")
+    # The job runs until the test releases it, once gpu01 is seen draining under it (a fixed sleep ran out before the
+    # drain when the machine was loaded: preflight and the plan come first); unreleased it fails after 10 minutes.
+    podman_exec("gpu01", "rm", "-f", ROLL_RELEASE)
+    rc, out = slurm("sbatch", "--parsable", "-w", "gpu01", "-J", "cf-roll-job", "--time=12", "--wrap",
+                    "for i in $(seq 600); do [ -e %s ] && exit 0; sleep 1; done; exit 3" % ROLL_RELEASE)
     assert rc == 0, out
     job = out.strip().split(";")[0]
     assert wait_for_job(job, ("RUNNING",), 60) == "RUNNING"
     before_gpu02 = power_limits("gpu02")
 
-    with Monitor() as mon:
-        rc, out = roll(tmp_path, POWER_BASE_W + 150)
+    def release_when_draining(snap):
+        if snap.get("gpu01", ("", ""))[0] == "drng" and snap["gpu01"][1].startswith("cf-roll:"):
+            podman_exec("gpu01", "touch", ROLL_RELEASE)
+
+    try:
+        with Monitor(on_snapshot=release_when_draining) as mon:
+            rc, out = roll(tmp_path, POWER_BASE_W + 150)
+    finally:
+        podman_exec("gpu01", "touch", ROLL_RELEASE)  # never leave the job behind
     assert rc == 0, out
     assert "drained by someone else (left alone, never resumed): gpu02" in out
     # The job that ran on gpu01 when the roll started finished normally: the drain waited for it.
