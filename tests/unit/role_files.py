@@ -1,8 +1,19 @@
 """Readers shared by the tests that keep a role's playbook wrapper, entry points and defaults in step."""
 
+import importlib.machinery
+import importlib.util
 import os
 
 import yaml
+
+
+def load_script(name, path):
+    """A program without a .py suffix (an emulator, a role's helper script) imported as module `name`."""
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
 
 
 def load_yaml(*parts):

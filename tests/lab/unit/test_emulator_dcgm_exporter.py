@@ -6,8 +6,6 @@ without -f exactly what dcgm-exporter's default file enables (no ECC or NVLink e
 the file; the lab and molecule start it with the dcgm role's file (roles/dcgm, rendered here as Ansible renders it),
 which serves every counter the alerts read."""
 
-import importlib.machinery
-import importlib.util
 import os
 import re
 import shutil
@@ -22,7 +20,7 @@ import urllib.request
 import pytest
 
 from conftest import EMULATORS, ROOT
-from role_files import render_role_template
+from role_files import load_script, render_role_template
 
 EXPORTER = os.path.join(EMULATORS, "dcgm-exporter")
 NVIDIA_SMI = os.path.join(EMULATORS, "nvidia-smi")
@@ -39,15 +37,8 @@ ALERT_FIELDS = ["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_XID_ERRORS", "DCGM
                 "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"]
 
 
-def _load(name, path):
-    loader = importlib.machinery.SourceFileLoader(name, path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
-
-EMULATOR = _load("cf_dcgm_exporter_emulator_lab", EXPORTER)
+EMULATOR = load_script("cf_dcgm_exporter_emulator_lab", EXPORTER)
 
 
 def _exe(path, text):

@@ -12,8 +12,6 @@ the site's extra counters; the role refuses extra counters that would break it, 
 """
 
 import base64
-import importlib.machinery
-import importlib.util
 import json
 import os
 import re
@@ -22,7 +20,7 @@ import pytest
 import yaml
 from ansible.template import trust_as_template
 
-from role_files import load_yaml, read_text, render_role_template, role_templar
+from role_files import load_script, load_yaml, read_text, render_role_template, role_templar
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "dcgm")
@@ -34,16 +32,9 @@ FIELD = re.compile(r"\bDCGM_FI_[A-Z0-9_]+\b")
 MANAGED = "Ansible managed"
 
 
-def _load(name, path):
-    loader = importlib.machinery.SourceFileLoader(name, path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
 
 # The lab's dcgm-exporter emulator: its record of the exporter's default counters, and its reader of a counters file.
-EMULATOR = _load("cf_dcgm_exporter_emulator_counters", os.path.join(ROOT, "tests", "lab", "emulators", "dcgm-exporter"))
+EMULATOR = load_script("cf_dcgm_exporter_emulator_counters", os.path.join(ROOT, "tests", "lab", "emulators", "dcgm-exporter"))
 
 
 def render(**variables):

@@ -1,8 +1,6 @@
 """The gpu_tuning role's boot-time program re-applies the nvidia_smi module's state file; its MIG layout is applied
 only with gpu_tuning_mig_apply_ok on a node that runs no job."""
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import stat
@@ -10,20 +8,14 @@ import subprocess
 
 import pytest
 import yaml
+from role_files import load_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 PROGRAM = os.path.join(ROOT, "roles", "gpu_tuning", "files", "clusterforge-gpu-tuning-apply")
 
 
-def _load():
-    loader = importlib.machinery.SourceFileLoader("cf_gpu_tuning_apply", PROGRAM)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
-
-APPLY = _load()
+APPLY = load_script("cf_gpu_tuning_apply", PROGRAM)
 UUID0 = "GPU-00000000-0000-0000-0000-000000000000"
 UUID1 = "GPU-11111111-1111-1111-1111-111111111111"
 STATE = {"version": 1, "gpus": {

@@ -12,8 +12,6 @@ node-state program or the health check writes. Where Prometheus's promtool and A
 fire, each alert on recorded series.
 """
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import re
@@ -27,7 +25,7 @@ import urllib.request
 import pytest
 import yaml
 
-from role_files import render_role_template
+from role_files import load_script, render_role_template
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "monitoring")
@@ -80,16 +78,9 @@ PLAY = """---
 """
 
 
-def _load(name, path):
-    loader = importlib.machinery.SourceFileLoader(name, path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
-
-EMULATOR = _load("cf_dcgm_exporter_emulator", os.path.join(ROOT, "tests", "lab", "emulators", "dcgm-exporter"))
-SLURM_METRICS = _load("cf_slurm_metrics", os.path.join(ROLE, "files", "clusterforge-slurm-metrics"))
+EMULATOR = load_script("cf_dcgm_exporter_emulator", os.path.join(ROOT, "tests", "lab", "emulators", "dcgm-exporter"))
+SLURM_METRICS = load_script("cf_slurm_metrics", os.path.join(ROLE, "files", "clusterforge-slurm-metrics"))
 # The counters file the dcgm role starts dcgm-exporter with (-f), rendered with its defaults.
 DCGM_COUNTERS = render_role_template(ROOT, "dcgm", "etc/dcgm-exporter/clusterforge-counters.csv.j2")
 

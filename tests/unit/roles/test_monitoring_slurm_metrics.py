@@ -6,8 +6,6 @@ and drain owners from `scontrol --oneliner show node` (recorded outputs), the te
 and what it does when scontrol fails or hangs. It runs as the role installs it: beside a copy of the collection's
 Slurm parser, with no Ansible on the host."""
 
-import importlib.machinery
-import importlib.util
 import os
 import re
 import shutil
@@ -18,6 +16,7 @@ import time
 
 import pytest
 import yaml
+from role_files import load_script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "monitoring")
@@ -27,15 +26,8 @@ FIXTURES = os.path.join(ROOT, "tests", "unit", "plugins", "module_utils", "fixtu
 PROMTOOL = shutil.which("promtool")
 
 
-def _load():
-    loader = importlib.machinery.SourceFileLoader("cf_slurm_metrics_program", PROGRAM)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
 
-
-METRICS = _load()
+METRICS = load_script("cf_slurm_metrics_program", PROGRAM)
 
 
 def _fixture(name):
