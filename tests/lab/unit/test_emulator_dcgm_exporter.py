@@ -37,7 +37,6 @@ ALERT_FIELDS = ["DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_XID_ERRORS", "DCGM
                 "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL"]
 
 
-
 EMULATOR = load_script("cf_dcgm_exporter_emulator_lab", EXPORTER)
 
 

@@ -32,7 +32,6 @@ FIELD = re.compile(r"\bDCGM_FI_[A-Z0-9_]+\b")
 MANAGED = "Ansible managed"
 
 
-
 # The lab's dcgm-exporter emulator: its record of the exporter's default counters, and its reader of a counters file.
 EMULATOR = load_script("cf_dcgm_exporter_emulator_counters", os.path.join(ROOT, "tests", "lab", "emulators", "dcgm-exporter"))
 

@@ -78,7 +78,6 @@ PLAY = """---
 """
 
 
-
 EMULATOR = load_script("cf_dcgm_exporter_emulator", os.path.join(ROOT, "tests", "lab", "emulators", "dcgm-exporter"))
 SLURM_METRICS = load_script("cf_slurm_metrics", os.path.join(ROLE, "files", "clusterforge-slurm-metrics"))
 # The counters file the dcgm role starts dcgm-exporter with (-f), rendered with its defaults.

@@ -26,7 +26,6 @@ FIXTURES = os.path.join(ROOT, "tests", "unit", "plugins", "module_utils", "fixtu
 PROMTOOL = shutil.which("promtool")
 
 
-
 METRICS = load_script("cf_slurm_metrics_program", PROGRAM)
 
 
