@@ -44,7 +44,7 @@ ROLES_ON_BOTH_SUITES = slurm_controller slurm_compute
 phase = @printf '\n==> [%s] %s\n' "$$(date +%H:%M:%S)" "$(1)"
 
 .PHONY: help deps venv link bootstrap lab lab-up lab-converge lab-validate lab-down lint yamllint ansible-lint \
-        sanity test-unit test-integration molecule molecule-all images test-lab test bench bench-scale build ee clean
+        sanity test-unit test-integration molecule molecule-all images checks test-lab test bench bench-scale build ee clean
 
 help:
 	@echo "make lab        install what is missing, start the container lab, run site.yml (and validation)"
@@ -155,18 +155,21 @@ molecule-all: bootstrap
 test-lab: bootstrap
 	$(call phase,lab end-to-end)
 	@if [ "$(LAB_REUSE)" != 1 ]; then tests/lab/lab.sh down; fi
-	@pytest -q $(LAB_TESTS)
+	@pytest -q --durations=25 $(LAB_TESTS)
 
 # Both suites' images first (molecule-all and test-lab would otherwise build the trixie one at the same time), then
-# the molecule scenarios and the lab's end-to-end tests side by side (tests/tools/side_by_side.sh; SIDE_BY_SIDE=0
-# runs them one after another): each spends about half its time waiting on its containers.
+# two streams side by side (tests/tools/side_by_side.sh; SIDE_BY_SIDE=0 runs them one after another): the lab's
+# end-to-end tests, the longest single target, start at once, and `checks` runs everything else in turn beside them
+# (lint and sanity use about one core of two, and the molecule scenarios and the lab each wait on containers).
 images: bootstrap
 	@CF_LAB_SUITE=trixie tests/lab/lab.sh image
 	@CF_LAB_SUITE=bookworm tests/lab/lab.sh image
 
-test: bootstrap lint sanity test-unit test-integration images
-	$(call phase,molecule scenarios and the lab end-to-end tests side by side (each line names its target))
-	@MAKE="$(MAKE)" tests/tools/side_by_side.sh molecule-all test-lab
+checks: lint sanity test-unit test-integration molecule-all
+
+test: bootstrap images
+	$(call phase,the lab end-to-end tests beside lint sanity unit integration and molecule (each line names its target))
+	@MAKE="$(MAKE)" tests/tools/side_by_side.sh checks test-lab
 	$(call phase,all tests passed)
 
 # Benchmarks on the lab (not a timed test): bench/results.json, bench/results.svg, docs/performance.md.
