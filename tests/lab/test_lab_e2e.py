@@ -112,25 +112,30 @@ def test_a_plain_rerun_repairs_every_kind_of_drift(converged):
     assert podman_exec("gpu02", "systemctl", "is-active", "munge")[0] == 0
     rc, text = podman_exec("gpu02", "lnetctl", "net", "show")
     assert rc == 0 and "net type: tcp" in text, text
-    # And the run after the repair changes nothing anywhere.
-    rc, out = site()
-    assert rc == 0, out
-    assert not {h: r for h, r in recap(out).items() if r["changed"] or r["failed"]}, recap(out)
+    # That the runs after the repair change nothing anywhere is proven by the next test, which runs right after this
+    # one (pytest keeps the file's order): its failed run and its plain run both report no change on any host.
 
 
 def test_a_failed_run_is_repaired_by_the_next_plain_run(converged):
-    # A wrong extra variable fails in the nccl role (no interface holds the socket address: only the node can tell,
-    # so preflight lets it through), after the roles before it ran; the next plain run completes with no change
-    # left to make outside the nccl role.
+    """A wrong extra variable fails in the nccl role (no interface holds the socket address: only the node can tell,
+    so preflight lets it through), after the roles before it ran; the next plain run completes.
+
+    It runs right after the drift repair above, and stands for that test's last step too: neither run may change
+    anything on any host (the failed run runs every role before nccl on the GPU nodes and every role on the others,
+    the plain run every role everywhere), so a repair that needed a second run to settle fails here."""
     socket_ip = '{"nccl_socket_ip": "192.0.2.7"}'
     rc, out = site("-e", socket_ip)
     assert rc != 0, out
     assert "inventory passed preflight" in out, out
     assert "no interface holds 192.0.2.7" in out, out
+    failed_run = recap(out)
+    assert set(failed_run) == {"head01", "gpu01", "gpu02", "stor01"}, failed_run
+    assert not {h: r for h, r in failed_run.items() if r["changed"]}, failed_run
+    assert {h for h, r in failed_run.items() if r["failed"]} == {"gpu01", "gpu02"}, failed_run
     rc, out = site()
     assert rc == 0, out
     assert GPU_NODE_ROLE_TASK in out
-    assert not {h: r for h, r in recap(out).items() if r["failed"]}, recap(out)
+    assert not {h: r for h, r in recap(out).items() if r["changed"] or r["failed"]}, recap(out)
 
 
 def test_hosts_resolve_each_other_by_management_address(converged):
