@@ -121,8 +121,8 @@ def test_a_failed_run_is_repaired_by_the_next_plain_run(converged):
     so preflight lets it through), after the roles before it ran; the next plain run completes.
 
     It runs right after the drift repair above, and stands for that test's last step too: neither run may change
-    anything on any host (the failed run runs every role before nccl on the GPU nodes and every role on the others,
-    the plain run every role everywhere), so a repair that needed a second run to settle fails here."""
+    anything on any host (the failed run runs the roles before nccl; the plain run every role everywhere), so a repair
+    that needed a second run to settle fails here. Run alone (`-k`), the drift test does not get this proof."""
     socket_ip = '{"nccl_socket_ip": "192.0.2.7"}'
     rc, out = site("-e", socket_ip)
     assert rc != 0, out
