@@ -18,9 +18,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import json
+import re
 import subprocess
 import tempfile
 import time
+import zlib
 
 # perftest's default TCP port for the exchange of connection data.
 DEFAULT_BASE_PORT = 18515
@@ -202,4 +206,137 @@ def run_concurrently(commands, timeout, max_concurrent=None, retry_while=None, r
             sleep(POLL_SECONDS)
         elif waiting:
             sleep(max(0.0, min(w[3] for w in waiting) - clock()))
+    return results
+
+
+# ---------------------------------------------------------------------------------------- one node's side of a round
+# The ib_write_bw module (mode server and client) and the node program that srun starts for a round
+# (roles/slurm_compute/files/clusterforge-ib-write-bw-round, mode round of the module) run a node's side with these.
+
+# What perftest prints when its server does not listen (yet): perftest_communication.c.
+NOT_LISTENING_RE = re.compile(r"Couldn't connect to|Unable to init the socket connection|Connection refused")
+RETRY_DELAY_SECONDS = 1.0
+
+
+def ib_write_bw_argv(tool, side, test, peer, size_bytes, iterations, extra_args):
+    """The ib_write_bw command of one test ({hca, port}) of a node's side; a client's ends with its server."""
+    argv = [tool, "-d", str(test["hca"]), "-p", str(test["port"]), "--report_gbits", "-s", str(size_bytes),
+            "-n", str(iterations)] + [str(arg) for arg in extra_args or []]
+    if side == "client":
+        argv.append(str(peer))
+    return argv
+
+
+def not_listening(rc, stdout, stderr):
+    """True when a client failed because its server does not listen (yet)."""
+    return rc != 0 and NOT_LISTENING_RE.search((stdout or "") + "\n" + (stderr or "")) is not None
+
+
+def run_side(commands, side, timeout, connect_timeout, env=None, retry_delay=RETRY_DELAY_SECONDS, clock=time.time,
+             sleep=time.sleep):
+    """Run one node's side of a round (its ib_write_bw commands, all at once): clients start again while their
+    server does not listen, for ``connect_timeout`` seconds. run_concurrently's results, in order."""
+    return run_concurrently(commands, timeout, retry_while=not_listening if side == "client" else None,
+                            retry_seconds=connect_timeout, retry_delay=retry_delay, env=env, clock=clock, sleep=sleep)
+
+
+# ------------------------------------------------------------------------------------- a round launched by srun
+# Mode round of the ib_write_bw module runs a whole round as one Slurm job step: every node of the round starts the
+# node program, which reads the round's spec (this JSON, one argument), finds its own part by its Slurm node name
+# and prints its result (result_lines). The controller's cost of a round is one srun, whatever the number of nodes.
+
+SPEC_VERSION = 1
+RESULT_PREFIX = "CF-IB-WRITE-BW-RESULT "
+
+
+def round_spec(round_tests, addresses, size_bytes, iterations, timeout, connect_timeout, extra_args):
+    """The spec of one round for the node program: its node pairs (client, server, the server's address as the
+    client reaches it, and the [hca, port] tests of the pair) and the ib_write_bw settings of every test.
+
+    ``addresses`` maps a node to its fabric address; a node missing there is reached by its name.
+    """
+    pairs = []
+    index = {}
+    for test in round_tests:
+        key = (str(test["client"]), str(test["server"]))
+        if key not in index:
+            index[key] = len(pairs)
+            pairs.append([key[0], key[1], str((addresses or {}).get(key[1]) or key[1]), []])
+        pairs[index[key]][3].append([str(test["hca"]), int(test["port"])])
+    seen = set()
+    for client, server, _address, _tests in pairs:
+        for node in (client, server):
+            if node in seen:
+                raise PlanError("%s is in two node pairs of the round" % node)
+            seen.add(node)
+    return {"v": SPEC_VERSION, "size_bytes": int(size_bytes), "iterations": int(iterations), "timeout": int(timeout),
+            "connect_timeout": int(connect_timeout), "extra_args": [str(a) for a in extra_args or []], "pairs": pairs}
+
+
+def spec_nodes(spec):
+    """The nodes of a round's spec, in pair order (client, then server)."""
+    return [node for pair in spec["pairs"] for node in pair[:2]]
+
+
+def spec_part(spec, node):
+    """A node's part in a round's spec: (side, peer, peer_address, [{hca, port}]), or None where it has none."""
+    if not isinstance(spec, dict) or spec.get("v") != SPEC_VERSION:
+        raise PlanError("round spec version %s, this program reads version %s: the node program and the collection "
+                        "differ (run site.yml's slurm_compute role on the nodes)"
+                        % (spec.get("v") if isinstance(spec, dict) else None, SPEC_VERSION))
+    for client, server, address, tests in spec["pairs"]:
+        parts = [{"hca": hca, "port": int(port)} for hca, port in tests]
+        if node == client:
+            return "client", server, address, parts
+        if node == server:
+            return "server", client, None, parts
+    return None
+
+
+# srun carries each task's output to the controller in messages of at most 1 KiB (slurmstepd sends whole lines while
+# they fit) and writes the messages of all the round's tasks as they come: a longer line can be cut and the pieces of
+# another node's output put between. So a node's result goes out as short lines, each whole: the prefix, the node,
+# the line's number and count, and a piece of the result (JSON, compressed, base64).
+RESULT_CHUNK_CHARS = 600
+
+
+def result_lines(node, side, peer, runs, tests):
+    """The node program's result lines: each test's run (stdout and stderr cut), framed as above."""
+    out = []
+    for test, run in zip(tests, runs):
+        out.append({"hca": test["hca"], "port": test["port"], "cmd": " ".join(run["argv"]), "rc": run["rc"],
+                    "timed_out": run["timed_out"], "attempts": run["attempts"], "seconds": run["seconds"],
+                    "stdout": run["stdout"][-16384:], "stderr": run["stderr"][-4096:]})
+    text = json.dumps({"node": node, "side": side, "peer": peer, "tests": out}, sort_keys=True)
+    payload = base64.b64encode(zlib.compress(text.encode("utf-8"))).decode("ascii")
+    chunks = [payload[i:i + RESULT_CHUNK_CHARS] for i in range(0, len(payload), RESULT_CHUNK_CHARS)] or [""]
+    return ["%s%s %d/%d %s" % (RESULT_PREFIX, node, i, len(chunks), chunk) for i, chunk in enumerate(chunks, 1)]
+
+
+def parse_result_lines(text):
+    """The node program's results in srun's output: {node: result}. Other lines are ignored, and so is a node
+    whose lines are incomplete or do not decode (it then has no result)."""
+    pieces = {}
+    for line in (text or "").splitlines():
+        at = line.find(RESULT_PREFIX)
+        if at < 0:
+            continue
+        fields = line[at + len(RESULT_PREFIX):].split(" ")
+        m = re.match(r"^(\d+)/(\d+)$", fields[1]) if len(fields) == 3 else None
+        if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+            continue
+        node = pieces.setdefault(fields[0], {"count": int(m.group(2)), "chunks": {}})
+        if node["count"] == int(m.group(2)):
+            node["chunks"][int(m.group(1))] = fields[2]
+    results = {}
+    for name, node in pieces.items():
+        if len(node["chunks"]) != node["count"]:
+            continue
+        try:
+            payload = "".join(node["chunks"][i] for i in range(1, node["count"] + 1))
+            result = json.loads(zlib.decompress(base64.b64decode(payload)).decode("utf-8"))
+        except (ValueError, TypeError, zlib.error):
+            continue
+        if isinstance(result, dict) and result.get("node") == name:
+            results[name] = result
     return results

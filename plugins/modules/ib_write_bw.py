@@ -24,9 +24,16 @@ description:
     O(connect_timeout) seconds while the server does not listen yet, and parses each output with
     P(clusterforge.gpu.perftest_results#filter)'s parser (in RV(tests)). It fails when a test fails (naming
     the HCAs), so register the result and judge it.
-  - Every node does its part of a round in its own play, so the pairs of a round run at the same time whatever
-    the number of nodes; this is how playbooks/validate.yml (phase fabric_ib of clusterforge.gpu.validate) runs
-    it.
+  - O(mode=round) runs a whole round of the plan (one entry of RV(rounds), in O(round)) as one Slurm job step,
+    from a host with Slurm's client commands (the controller); C(srun) starts O(node_program) on every node of the
+    round at once (C(--ntasks-per-node=1 --exclusive), waiting at most O(immediate_seconds) for the nodes), each
+    node runs its side as O(mode=server) or O(mode=client) would, and prints its results; the clients' outputs are
+    parsed here. The controller's cost of a round is one task and one C(srun), whatever the number of nodes; this
+    is how playbooks/validate.yml runs the rounds by default (C(validate_ib_write_bw_launcher=slurm)). The node
+    program is installed by the clusterforge.gpu.slurm_compute role. It fails when a test fails (naming the pair
+    and HCA), so register the result and judge it.
+  - With O(mode=server) and O(mode=client) every node does its part of a round in its own play, so the pairs of a
+    round run at the same time, in waves of Ansible's C(forks) (C(validate_ib_write_bw_launcher=ansible)).
   - The module never changes anything on the node and always returns C(changed=false).
 author:
   - ClusterForge developers (@clusterforge)
@@ -46,9 +53,10 @@ attributes:
 options:
   mode:
     description:
-      - C(plan) to compute the rounds, C(server) or C(client) to run one node's side of a round.
+      - C(plan) to compute the rounds, C(server) or C(client) to run one node's side of a round, C(round) to run
+        a whole round through C(srun).
     type: str
-    choices: [plan, server, client]
+    choices: [plan, server, client, round]
     required: true
   nodes:
     description:
@@ -123,6 +131,62 @@ options:
     description:
       - Path of the C(ib_write_bw) binary. Looked up on E(PATH) when not set.
     type: path
+  round:
+    description:
+      - With O(mode=round), the tests of one round, as one entry of RV(rounds) gives them. No node may be in two
+        node pairs of a round.
+    type: list
+    elements: dict
+    suboptions:
+      client:
+        description: The client node (its Slurm node name).
+        type: str
+        required: true
+      server:
+        description: The server node (its Slurm node name).
+        type: str
+        required: true
+      hca:
+        description: The HCA, on both nodes.
+        type: str
+        required: true
+      port:
+        description: The TCP port of the test.
+        type: int
+        required: true
+  addresses:
+    description:
+      - With O(mode=round), the address by which clients reach each server node (its fabric address); a node
+        missing here is reached by its name.
+    type: dict
+    default: {}
+  node_program:
+    description:
+      - With O(mode=round), the path of the node program on the nodes, installed by the
+        clusterforge.gpu.slurm_compute role.
+    type: str
+    default: /usr/libexec/clusterforge/clusterforge-ib-write-bw-round
+  srun_path:
+    description:
+      - With O(mode=round), the path of C(srun). Looked up on E(PATH) when not set.
+    type: path
+  srun_extra_args:
+    description:
+      - With O(mode=round), more C(srun) arguments (for example C(--partition=gpu) or C(--reservation=...)).
+    type: list
+    elements: str
+    default: []
+  time_limit_minutes:
+    description:
+      - With O(mode=round), the job step's time limit (C(srun --time)); 0 derives it from O(timeout) and
+        O(connect_timeout) plus a minute.
+    type: int
+    default: 0
+  immediate_seconds:
+    description:
+      - With O(mode=round), how long C(srun) waits for the round's nodes to be free (C(srun --immediate)).
+    type: int
+    default: 120
 notes:
   - Server and client must be given the same O(size_bytes), O(iterations) and O(extra_args); perftest exchanges
     its parameters and refuses a mismatch.
@@ -164,6 +228,16 @@ EXAMPLES = r"""
   failed_when: false
   when: (plan.schedule[inventory_hostname][0].side | default('')) == 'client'
 
+- name: Or, from the controller, every round as one srun (all pairs and HCAs of a round at once)
+  clusterforge.gpu.ib_write_bw:
+    mode: round
+    round: "{{ item }}"
+    addresses: {gpu01: 10.78.0.21, gpu02: 10.78.0.22, gpu03: 10.78.0.23}
+    timeout: 120
+  loop: "{{ plan.rounds }}"
+  register: rounds
+  failed_when: false
+
 - name: Show the bandwidth of each HCA
   ansible.builtin.debug:
     msg: "{{ client.tests | map(attribute='bw_peak_gbits') | list }}"
@@ -197,10 +271,21 @@ node_pairs:
 tests:
   description:
     - With O(mode=server) or O(mode=client), one entry per entry of O(tests), in order.
-  returned: with mode=server or mode=client
+    - With O(mode=round), one entry per test of O(round), in order, each the client's run (where the client's node
+      printed no result, C(rc) is null and C(msg) says why).
+  returned: with mode=server, mode=client or mode=round
   type: list
   elements: dict
   contains:
+    client:
+      description: With O(mode=round), the client node.
+      type: str
+    server:
+      description: With O(mode=round), the server node.
+      type: str
+    msg:
+      description: With O(mode=round), why the test failed; null when it passed.
+      type: str
     hca:
       description: The HCA.
       type: str
@@ -237,31 +322,53 @@ tests:
     - {hca: mlx5_0, port: 18515, cmd: "/usr/bin/ib_write_bw -d mlx5_0 -p 18515 --report_gbits -s 1048576 -n 5000
        10.2.0.22", rc: 0, timed_out: false, attempts: 1, seconds: 3.1, bw_peak_gbits: 388.2,
        result: {ok: true, bw_peak_gbits: 388.2}, stderr: ""}
+cmd:
+  description: With O(mode=round), the C(srun) command (the round's spec, its last argument, left out).
+  returned: with mode=round
+  type: str
+  sample: "/usr/bin/srun -N 2 -w gpu01,gpu02 --ntasks-per-node=1 --exclusive --time=4 --immediate=120
+           /usr/libexec/clusterforge/clusterforge-ib-write-bw-round '<round spec>'"
+rc:
+  description: With O(mode=round), the exit status of C(srun); null in check mode or when it did not end in time.
+  returned: with mode=round
+  type: int
+  sample: 0
+nodes_reported:
+  description: With O(mode=round), the nodes whose program printed a result.
+  returned: with mode=round
+  type: list
+  elements: str
+  sample: [gpu01, gpu02]
 skipped:
-  description: True in check mode with O(mode=server) or O(mode=client), where nothing is run.
+  description: True in check mode with O(mode=server), O(mode=client) or O(mode=round), where nothing is run.
   returned: in check mode
   type: bool
   sample: true
 """
 
+import json
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import C_LOCALE, find_tool, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.fabric_rounds import (
     PlanError,
+    ib_write_bw_argv,
     node_schedule,
+    parse_result_lines,
     ring_edges,
     ring_rounds,
+    round_spec,
     run_concurrently,
+    run_side as run_node_side,
+    spec_nodes,
 )
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_parsers import perftest_results
 
-# What perftest prints when its server does not listen (yet): perftest_communication.c.
-NOT_LISTENING_RE = re.compile(r"Couldn't connect to|Unable to init the socket connection|Connection refused")
-RETRY_DELAY_SECONDS = 1.0
+# How long srun may wait for the round's nodes (--immediate), and the seconds it gets beyond the tests' own limit.
+SRUN_IMMEDIATE_SECONDS = 120
+SRUN_GRACE_SECONDS = 60
 
 
 def _stderr_tail(text, lines=20):
@@ -298,13 +405,8 @@ def run_side(module, p):
     if len(set(ports)) != len(ports) or any(not 0 < port < 65536 for port in ports):
         module.fail_json(msg="tests: each test needs its own TCP port between 1 and 65535, got %s" % ports)
     tool = find_tool(module, "ib_write_bw", p["ib_write_bw_path"], option="ib_write_bw_path")
-    commands = []
-    for test in tests:
-        argv = [tool, "-d", test["hca"], "-p", str(test["port"]), "--report_gbits", "-s", str(p["size_bytes"]),
-                "-n", str(p["iterations"])] + list(p["extra_args"])
-        if side == "client":
-            argv.append(p["peer"])
-        commands.append(argv)
+    commands = [ib_write_bw_argv(tool, side, test, p["peer"], p["size_bytes"], p["iterations"], p["extra_args"])
+                for test in tests]
     if module.check_mode:
         module.exit_json(changed=False, skipped=True,
                          msg="check mode: ib_write_bw was not run (the benchmark loads the fabric)",
@@ -312,13 +414,9 @@ def run_side(module, p):
                                  "attempts": 0, "seconds": 0.0, "result": None, "bw_peak_gbits": None, "stderr": ""}
                                 for t, argv in zip(tests, commands)])
 
-    def not_listening(rc, out, err):
-        return rc != 0 and NOT_LISTENING_RE.search((out or "") + "\n" + (err or "")) is not None
-
     env = dict(os.environ)
     env.update(C_LOCALE)
-    runs = run_concurrently(commands, p["timeout"], retry_while=not_listening if side == "client" else None,
-                            retry_seconds=p["connect_timeout"], retry_delay=RETRY_DELAY_SECONDS, env=env)
+    runs = run_node_side(commands, side, p["timeout"], p["connect_timeout"], env=env)
     out = []
     problems = []
     for test, run in zip(tests, runs):
@@ -342,10 +440,82 @@ def run_side(module, p):
     module.exit_json(changed=False, tests=out)
 
 
+def _last_line(text):
+    lines = (text or "").strip().splitlines()
+    return lines[-1].strip() if lines else ""
+
+
+def run_round(module, p):
+    """One round as one Slurm job step: srun starts the node program on every node of the round at once; each
+    prints its side's result, and each client's output is parsed here."""
+    tests = p["round"]
+    if not tests:
+        module.fail_json(msg="mode=round needs round (a list of {client, server, hca, port})")
+    for name in ("timeout", "size_bytes", "iterations", "immediate_seconds"):
+        if p[name] <= 0:
+            module.fail_json(msg="%s must be a positive number, got %s" % (name, p[name]))
+    try:
+        spec = round_spec(tests, p["addresses"], p["size_bytes"], p["iterations"], p["timeout"],
+                          p["connect_timeout"], p["extra_args"])
+    except (PlanError, KeyError, TypeError, ValueError) as e:
+        module.fail_json(msg="round: %s" % e)
+    nodes = spec_nodes(spec)
+    # Slurm's --time is in minutes: the tests' own limit, the clients' connection retries and a minute to start.
+    minutes = p["time_limit_minutes"] or (p["timeout"] + p["connect_timeout"] + 59) // 60 + 1
+    srun = find_tool(module, "srun", p["srun_path"], option="srun_path")
+    argv = ([srun, "-N", str(len(nodes)), "-w", ",".join(nodes), "--ntasks-per-node=1", "--exclusive",
+             "--time=%d" % minutes, "--immediate=%d" % p["immediate_seconds"]] + list(p["srun_extra_args"])
+            + [p["node_program"], json.dumps(spec, separators=(",", ":"), sort_keys=True)])
+    cmd = quote(argv[:-1]) + " '<round spec>'"
+    if module.check_mode:
+        module.exit_json(changed=False, skipped=True, cmd=cmd, rc=None,
+                         msg="check mode: ib_write_bw was not run (the benchmark loads the fabric)",
+                         tests=[dict(test, cmd=None, rc=None, timed_out=False, attempts=0, seconds=0.0, result=None,
+                                     bw_peak_gbits=None, stderr="", msg=None) for test in tests])
+    env = dict(os.environ)
+    env.update(C_LOCALE)
+    run = run_concurrently([argv], p["immediate_seconds"] + p["timeout"] + SRUN_GRACE_SECONDS, env=env)[0]
+    results = parse_result_lines(run["stdout"])
+    srun_problem = ("srun %s: %s" % ("did not end within its limit" if run["timed_out"] else "exit %s" % run["rc"],
+                                     _last_line(run["stderr"]) or "no error printed"))
+    out = []
+    problems = []
+    for test in tests:
+        client, server = str(test["client"]), str(test["server"])
+        mine = [t for t in (results.get(client) or {}).get("tests", [])
+                if t.get("hca") == test["hca"] and int(t.get("port", -1)) == int(test["port"])]
+        entry = {"client": client, "server": server, "hca": test["hca"], "port": int(test["port"]), "cmd": None,
+                 "rc": None, "timed_out": False, "attempts": 0, "seconds": 0.0, "result": None,
+                 "bw_peak_gbits": None, "stderr": "", "msg": None}
+        if not mine:
+            entry["msg"] = "no result from %s (%s)" % (client, srun_problem)
+        else:
+            ran = mine[0]
+            entry.update(cmd=ran.get("cmd"), rc=ran.get("rc"), timed_out=bool(ran.get("timed_out")),
+                         attempts=ran.get("attempts", 0), seconds=ran.get("seconds", 0.0),
+                         stderr=_stderr_tail(ran.get("stderr")))
+            entry["result"] = perftest_results(ran.get("stdout") or "")
+            entry["bw_peak_gbits"] = entry["result"].get("bw_peak_gbits")
+            if entry["timed_out"]:
+                entry["msg"] = "no result within %s s" % p["timeout"]
+            elif entry["rc"] != 0:
+                entry["msg"] = _last_line(entry["stderr"]) or "exit status %s" % entry["rc"]
+            elif entry["bw_peak_gbits"] is None:
+                entry["msg"] = "no bandwidth result in the output"
+        if entry["msg"]:
+            problems.append("%s -> %s %s: %s" % (client, server, test["hca"], entry["msg"]))
+        out.append(entry)
+    result = dict(changed=False, cmd=cmd, rc=run["rc"], tests=out, stderr=_stderr_tail(run["stderr"]),
+                  nodes_reported=sorted(results))
+    if problems:
+        module.fail_json(msg="ib_write_bw round failed: %s" % "; ".join(problems), **result)
+    module.exit_json(**result)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            mode=dict(type="str", choices=["plan", "server", "client"], required=True),
+            mode=dict(type="str", choices=["plan", "server", "client", "round"], required=True),
             nodes=dict(type="list", elements="str"),
             hcas=dict(type="list", elements="str"),
             max_concurrent_pairs=dict(type="int", default=0),
@@ -361,14 +531,28 @@ def main():
             connect_timeout=dict(type="int", default=30),
             extra_args=dict(type="list", elements="str", default=[]),
             ib_write_bw_path=dict(type="path"),
+            round=dict(type="list", elements="dict", options=dict(
+                client=dict(type="str", required=True),
+                server=dict(type="str", required=True),
+                hca=dict(type="str", required=True),
+                port=dict(type="int", required=True),
+            )),
+            addresses=dict(type="dict", default={}),
+            node_program=dict(type="str", default="/usr/libexec/clusterforge/clusterforge-ib-write-bw-round"),
+            srun_path=dict(type="path"),
+            srun_extra_args=dict(type="list", elements="str", default=[]),
+            time_limit_minutes=dict(type="int", default=0),
+            immediate_seconds=dict(type="int", default=SRUN_IMMEDIATE_SECONDS),
         ),
         required_if=[("mode", "plan", ("nodes", "hcas")), ("mode", "server", ("tests",)),
-                     ("mode", "client", ("tests", "peer"))],
+                     ("mode", "client", ("tests", "peer")), ("mode", "round", ("round",))],
         supports_check_mode=True,
     )
     p = module.params
     if p["mode"] == "plan":
         plan(module, p)
+    if p["mode"] == "round":
+        run_round(module, p)
     run_side(module, p)
 
 

@@ -4,11 +4,13 @@
 """The ib_write_bw plan (rounds of disjoint ring pairs) and the runner of a round's processes."""
 
 import os
+import random
 import stat
 import sys
 
 import pytest
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils import fabric_rounds
 from ansible_collections.clusterforge.gpu.plugins.module_utils.fabric_rounds import (
     PlanError,
     node_schedule,
@@ -138,3 +140,61 @@ def test_retry_while_the_server_does_not_listen(tmp_path):
 def test_a_command_that_cannot_start(tmp_path):
     out = run_concurrently([[os.path.join(str(tmp_path), "missing")]], timeout=5)
     assert out[0]["rc"] is None and "cannot run" in out[0]["stderr"]
+
+
+# ------------------------------------------------------------------------ a round's spec and the nodes' results
+
+def _noise(chars, seed=0):
+    """Text that does not compress: the results' pieces then take several lines."""
+    rng = random.Random(seed)
+    return "".join(rng.choice("0123456789abcdef\n") for dummy in range(chars))
+
+
+def _run(argv, rc=0, stdout="", stderr=""):
+    return {"argv": argv, "rc": rc, "stdout": stdout, "stderr": stderr, "timed_out": False, "attempts": 1,
+            "seconds": 0.5}
+
+
+def test_round_spec_gives_each_node_its_part():
+    plan = fabric_rounds.ring_rounds(["gpu01", "gpu02", "gpu03", "gpu04"], ["mlx5_0", "mlx5_1"])
+    spec = fabric_rounds.round_spec(plan[0], {"gpu02": "10.78.0.22"}, 1048576, 5000, 120, 30, ["-F"])
+    assert fabric_rounds.spec_nodes(spec) == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    tests = [{"hca": "mlx5_0", "port": 18515}, {"hca": "mlx5_1", "port": 18516}]
+    assert fabric_rounds.spec_part(spec, "gpu01") == ("client", "gpu02", "10.78.0.22", tests)
+    assert fabric_rounds.spec_part(spec, "gpu02") == ("server", "gpu01", None, tests)
+    assert fabric_rounds.spec_part(spec, "gpu04") == ("server", "gpu03", None, tests)
+    assert fabric_rounds.spec_part(spec, "gpu03")[2] == "gpu04"  # no address given: reached by its name
+    assert fabric_rounds.spec_part(spec, "gpu09") is None
+    with pytest.raises(fabric_rounds.PlanError, match="version 2, this program reads version 1"):
+        fabric_rounds.spec_part(dict(spec, v=2), "gpu01")
+
+
+def test_result_lines_are_short_and_come_back_whole_from_mixed_output():
+    big = _noise(20000)  # a long stdout
+    lines_a = fabric_rounds.result_lines("gpu01", "client", "gpu02", [_run(["ib_write_bw", "-d", "mlx5_0"], 0, big)],
+                                         [{"hca": "mlx5_0", "port": 18515}])
+    lines_b = fabric_rounds.result_lines("gpu02", "server", "gpu01", [_run(["ib_write_bw"], 1, "", "no device")],
+                                         [{"hca": "mlx5_0", "port": 18515}])
+    assert all(len(line) < 1000 for line in lines_a + lines_b)
+    # Lines of both nodes, mixed, with noise between: each node's result comes back whole.
+    mixed = []
+    for i in range(max(len(lines_a), len(lines_b))):
+        mixed += lines_a[i:i + 1] + ["srun: some message"] + lines_b[i:i + 1]
+    results = fabric_rounds.parse_result_lines("\n".join(mixed))
+    assert sorted(results) == ["gpu01", "gpu02"]
+    assert len(lines_a) > 10
+    assert results["gpu01"]["tests"][0]["stdout"] == big[-16384:]  # cut to its last 16 KiB
+    assert results["gpu02"]["tests"][0]["rc"] == 1 and results["gpu02"]["side"] == "server"
+
+
+def test_a_node_with_a_missing_or_broken_piece_has_no_result():
+    lines = fabric_rounds.result_lines("gpu01", "client", "gpu02", [_run(["t"], 0, _noise(5000, 1))],
+                                       [{"hca": "mlx5_0", "port": 1}])
+    assert len(lines) >= 2
+    assert fabric_rounds.parse_result_lines("\n".join(lines[:-1])) == {}
+    broken = lines[:1] + [lines[1][:-10] + "!!!!!!!!!!"] + lines[2:]
+    assert fabric_rounds.parse_result_lines("\n".join(broken)) == {}
+    # A line cut in two by another node's output does not decode either.
+    cut = lines[0][:300] + "\n" + lines[0][300:]
+    assert fabric_rounds.parse_result_lines("\n".join([cut] + lines[1:])) == {}
+    assert list(fabric_rounds.parse_result_lines("\n".join(lines))) == ["gpu01"]

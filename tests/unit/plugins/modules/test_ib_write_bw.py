@@ -12,79 +12,12 @@ import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.modules import ib_write_bw
 from cf_module_helper import install_fake, run_main
-
-# Fake ib_write_bw: the server side prints the banner and its header and exits 0 (after FAKE_IB_SERVER_SECONDS);
-# the client side prints the result table with FAKE_IB_GBPS_<hca> Gb/s (default 388.4), or refuses the first
-# FAKE_IB_REFUSE connections per port, or exits 1 when FAKE_IB_FAIL names the HCA.
-FAKE = r'''
-import json, os, sys, time
-args = sys.argv[1:]
-opts, host, i = {}, None, 0
-while i < len(args):
-    a = args[i]
-    if a in ("-d", "-p", "-s", "-n", "-x"):
-        opts[a] = args[i + 1]
-        i += 2
-        continue
-    if not a.startswith("-"):
-        host = a
-    i += 1
-log = os.environ["FAKE_IB_LOG"]
-with open(log, "a") as f:
-    f.write(json.dumps({"argv": args, "t": time.time(), "side": "client" if host else "server"}) + "\n")
-hca, port = opts.get("-d"), opts.get("-p", "18515")
-line = " " + "-" * 87
-def done():
-    with open(log + ".end", "a") as f:
-        f.write("%r\n" % time.time())
-if host is None:
-    time.sleep(float(os.environ.get("FAKE_IB_SERVER_SECONDS", "0")))
-    done()
-    print("\n************************************\n* Waiting for client to connect... *\n"
-          "************************************")
-    print(line)
-    print("                     RDMA_Write BW Test")
-    print(" Dual-port       : OFF          Device         : %s" % hca)
-    sys.exit(0)
-state = os.path.join(os.path.dirname(log), "refused-%s" % port)
-refused = int(open(state).read()) if os.path.exists(state) else 0
-if refused < int(os.environ.get("FAKE_IB_REFUSE", "0")):
-    open(state, "w").write(str(refused + 1))
-    sys.stderr.write("Couldn't connect to %s:%s\nUnable to open file descriptor for socket connection Unable to "
-                     "init the socket connection\n" % (host, port))
-    sys.exit(1)
-if hca in os.environ.get("FAKE_IB_FAIL", "").split(","):
-    sys.stderr.write(" Couldn't get context for the device\n")
-    sys.exit(1)
-time.sleep(float(os.environ.get("FAKE_IB_CLIENT_SECONDS", "0")))
-done()
-gbps = float(os.environ.get("FAKE_IB_GBPS_%s" % hca, "388.4"))
-print(line)
-print("                     RDMA_Write BW Test")
-print(" Dual-port       : OFF          Device         : %s" % hca)
-print(" Number of qps   : 1            Transport type : IB")
-print(" Connection type : RC           Using SRQ      : OFF")
-print(" TX depth        : 128")
-print(" CQ Moderation   : 1")
-print(" Mtu             : 4096[B]")
-print(" Link type       : IB")
-print(" Max inline data : 0[B]")
-print(" rdma_cm QPs     : OFF")
-print(" Data ex. method : Ethernet")
-print(line)
-print(" local address: LID 0x11 QPN 0x0123 PSN 0x4a3b2c RKey 0x1fff00 VAddr 0x007f2a4c000000")
-print(" remote address: LID 0x12 QPN 0x0456 PSN 0x5b4c3d RKey 0x2fff00 VAddr 0x007f3b5d000000")
-print(line)
-print(" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]")
-print(" %-7s    %-7s          %-7.2f            %-7.2f            %-7.6f" % (opts.get("-s", "65536"),
-      opts.get("-n", "5000"), gbps + 0.3, gbps, gbps * 1e9 / 8 / int(opts.get("-s", "65536")) / 1e6))
-print(line)
-'''
+from fake_fabric import FAKE_IB_WRITE_BW, FAKE_SRUN, install_round_program
 
 
 @pytest.fixture
 def fake(tmp_path, monkeypatch):
-    install_fake(tmp_path, monkeypatch, "ib_write_bw", FAKE)
+    install_fake(tmp_path, monkeypatch, "ib_write_bw", FAKE_IB_WRITE_BW)
     monkeypatch.setenv("FAKE_IB_LOG", str(tmp_path / "log"))
     for key in list(os.environ):
         if key.startswith("FAKE_IB_") and key != "FAKE_IB_LOG":
@@ -212,3 +145,112 @@ def test_missing_tool_fails(tmp_path, monkeypatch):
     out = run({"mode": "server", "tests": TESTS})
     assert out["failed"] and out["msg"] == ("ib_write_bw was not found on this host; install it or set "
                                             "ib_write_bw_path")
+
+
+# ------------------------------------------------------------------------------------ mode=round, through srun
+
+@pytest.fixture
+def srun(fake, monkeypatch):
+    """The fake srun, and the node program installed as the slurm_compute role installs it (beside the round code)."""
+    install_fake(fake, monkeypatch, "srun", FAKE_SRUN)
+    monkeypatch.setenv("FAKE_SRUN_LOG", str(fake / "srun.log"))
+    monkeypatch.delenv("FAKE_SRUN_BUSY", raising=False)
+    monkeypatch.delenv("FAKE_SRUN_LOST", raising=False)
+    return install_round_program(fake / "libexec")
+
+
+def srun_calls(tmp_path):
+    path = tmp_path / "srun.log"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def round_of(nodes, hcas=("mlx5_0", "mlx5_1")):
+    plan = run({"mode": "plan", "nodes": nodes, "hcas": list(hcas)})
+    return plan["rounds"]
+
+
+def test_a_round_runs_as_one_srun_every_pair_and_hca_at_once(fake, srun, monkeypatch):
+    monkeypatch.setenv("FAKE_IB_CLIENT_SECONDS", "2")
+    monkeypatch.setenv("FAKE_IB_SERVER_SECONDS", "2")
+    monkeypatch.setenv("FAKE_IB_GBPS_mlx5_1", "190.0")
+    first = round_of(["gpu01", "gpu02", "gpu03", "gpu04"])[0]  # gpu01 -> gpu02 and gpu03 -> gpu04
+    out = run({"mode": "round", "round": first, "node_program": srun, "timeout": 30,
+               "addresses": {"gpu02": "10.78.0.22", "gpu04": "10.78.0.24"}})
+    assert "failed" not in out, out
+    # One srun for the whole round, on its four nodes, one task each, exclusive, with a time limit.
+    (call,) = srun_calls(fake)
+    assert call[:4] == ["-N", "4", "-w", "gpu01,gpu02,gpu03,gpu04"]
+    assert "--ntasks-per-node=1" in call and "--exclusive" in call and "--immediate=120" in call
+    assert "--time=2" in call  # (30 s + 30 s of connection retries) rounded up to a minute, plus one
+    assert out["cmd"].endswith("clusterforge-ib-write-bw-round '<round spec>'")
+    assert out["nodes_reported"] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    # Every server and client of every pair and HCA ran at once, each client against its server's address.
+    logged = calls(fake)
+    assert len(logged) == 8 and overlapped(fake)
+    clients = sorted((c["argv"][1], c["argv"][-1]) for c in logged if c["side"] == "client")
+    assert clients == [("mlx5_0", "10.78.0.22"), ("mlx5_0", "10.78.0.24"), ("mlx5_1", "10.78.0.22"),
+                       ("mlx5_1", "10.78.0.24")]
+    assert [(t["client"], t["server"], t["hca"], t["port"]) for t in out["tests"]] == [
+        ("gpu01", "gpu02", "mlx5_0", 18515), ("gpu01", "gpu02", "mlx5_1", 18516),
+        ("gpu03", "gpu04", "mlx5_0", 18515), ("gpu03", "gpu04", "mlx5_1", 18516)]
+    assert [t["bw_peak_gbits"] for t in out["tests"]] == [388.4, 190.0, 388.4, 190.0]
+    assert all(t["rc"] == 0 and t["msg"] is None and t["result"]["ok"] for t in out["tests"])
+
+
+def test_long_results_of_several_nodes_come_back_whole_through_srun(fake, srun, monkeypatch):
+    """srun carries a task's output in messages of at most 1 KiB and mixes the tasks' messages (the fake srun does
+    as well): a node's result of several KiB must still come back whole, for every node."""
+    monkeypatch.setenv("FAKE_IB_NOISE", "6000")
+    first = round_of(["gpu01", "gpu02", "gpu03", "gpu04"], hcas=["mlx5_%d" % i for i in range(4)])[0]
+    out = run({"mode": "round", "round": first, "node_program": srun})
+    assert "failed" not in out, out
+    assert out["nodes_reported"] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert all(t["rc"] == 0 and t["bw_peak_gbits"] == 388.4 for t in out["tests"]) and len(out["tests"]) == 8
+
+
+def test_a_round_names_each_failed_test_and_keeps_the_others(fake, srun, monkeypatch):
+    monkeypatch.setenv("FAKE_IB_FAIL", "mlx5_1")
+    monkeypatch.setenv("FAKE_IB_REFUSE", "1")  # every client's first connection is refused: it starts again
+    first = round_of(["gpu01", "gpu02"])[0]
+    out = run({"mode": "round", "round": first, "node_program": srun, "connect_timeout": 10})
+    assert out["failed"] and out["msg"] == ("ib_write_bw round failed: gpu01 -> gpu02 mlx5_1: Couldn't get context "
+                                            "for the device")
+    assert [t["rc"] for t in out["tests"]] == [0, 1]
+    assert out["tests"][0]["attempts"] == 2 and out["tests"][0]["bw_peak_gbits"] == 388.4
+    assert out["tests"][1]["result"]["ok"] is False
+
+
+def test_a_node_that_reports_nothing_fails_its_tests_with_srun_reason(fake, srun, monkeypatch):
+    monkeypatch.setenv("FAKE_SRUN_LOST", "gpu03")
+    first = round_of(["gpu01", "gpu02", "gpu03", "gpu04"], hcas=["mlx5_0"])[0]
+    out = run({"mode": "round", "round": first, "node_program": srun})
+    assert out["failed"] and out["rc"] == 137 and out["nodes_reported"] == ["gpu01", "gpu02", "gpu04"]
+    assert out["tests"][0]["rc"] == 0 and out["tests"][0]["msg"] is None
+    assert out["tests"][1]["rc"] is None
+    assert out["tests"][1]["msg"] == "no result from gpu03 (srun exit 137: srun: error: gpu03: task 0: Killed)"
+
+
+def test_busy_nodes_fail_every_test_of_the_round(fake, srun, monkeypatch):
+    monkeypatch.setenv("FAKE_SRUN_BUSY", "1")
+    first = round_of(["gpu01", "gpu02"], hcas=["mlx5_0"])[0]
+    out = run({"mode": "round", "round": first, "node_program": srun, "immediate_seconds": 5,
+               "srun_extra_args": ["--partition=gpu"]})
+    assert out["failed"] and calls(fake) == []
+    assert "--immediate=5" in srun_calls(fake)[0] and "--partition=gpu" in srun_calls(fake)[0]
+    assert out["tests"][0]["msg"] == ("no result from gpu01 (srun exit 1: srun: error: Unable to allocate resources: "
+                                      "Requested nodes are busy)")
+
+
+def test_a_round_in_check_mode_runs_nothing(fake, srun):
+    out = run({"mode": "round", "round": round_of(["gpu01", "gpu02"])[0], "node_program": srun}, check_mode=True)
+    assert out["skipped"] is True and out["changed"] is False
+    assert srun_calls(fake) == [] and calls(fake) == []
+    assert [t["rc"] for t in out["tests"]] == [None, None]
+
+
+def test_a_round_refuses_a_node_in_two_pairs(fake, srun):
+    bad = [{"client": "gpu01", "server": "gpu02", "hca": "mlx5_0", "port": 18515},
+           {"client": "gpu02", "server": "gpu03", "hca": "mlx5_0", "port": 18515}]
+    out = run({"mode": "round", "round": bad, "node_program": srun})
+    assert out["failed"] and out["msg"] == "round: gpu02 is in two node pairs of the round"
+    assert srun_calls(fake) == []
