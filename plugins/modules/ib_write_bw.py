@@ -488,7 +488,10 @@ def run_round(module, p):
                  "rc": None, "timed_out": False, "attempts": 0, "seconds": 0.0, "result": None,
                  "bw_peak_gbits": None, "stderr": "", "msg": None}
         if not mine:
-            entry["msg"] = "no result from %s (%s)" % (client, srun_problem)
+            # The node program names its node on each line it writes to stderr (a refused spec, no part): its own
+            # last word, where it wrote one, says more than srun's.
+            own = [line.strip() for line in (run["stderr"] or "").splitlines() if line.startswith(client + ": ")]
+            entry["msg"] = "no result from %s (%s)" % (client, own[-1] if own else srun_problem)
         else:
             ran = mine[0]
             entry.update(cmd=ran.get("cmd"), rc=ran.get("rc"), timed_out=bool(ran.get("timed_out")),

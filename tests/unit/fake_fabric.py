@@ -83,8 +83,9 @@ print(line)
 
 # A fake srun that does what Slurm's would for `srun -N n -w a,b,... --ntasks-per-node=1 PROGRAM ARGS`: it starts
 # PROGRAM on every node of -w at once, each with SLURMD_NODENAME set, and prints their stdout in 1 KiB messages
-# taken from each task in turn (a line longer than that is cut and mixed with other tasks' output, as with srun). FAKE_SRUN_BUSY makes it
-# fail as srun does when --immediate runs out; FAKE_SRUN_LOST names nodes whose task prints nothing (a task that died).
+# taken from each task in turn (a line longer than that is cut and mixed with other tasks' output, as with srun).
+# FAKE_SRUN_BUSY makes it fail as srun does when --immediate runs out; FAKE_SRUN_LOST names nodes whose task prints
+# nothing (a task that died).
 FAKE_SRUN = r'''
 import json, os, subprocess, sys
 args = sys.argv[1:]
@@ -110,6 +111,8 @@ rc, streams = 0, []
 for node, proc in procs:
     out = proc.communicate()[0].decode()
     rc = max(rc, proc.returncode)
+    if proc.returncode:
+        sys.stderr.write("srun: error: %s: task 0: Exited with exit code %d\n" % (node, proc.returncode))
     # As slurmstepd sends a task's output: messages of at most 1024 bytes, cut after the last whole line that fits
     # (inside a line only when none fits).
     messages = []

@@ -230,6 +230,20 @@ def test_a_node_that_reports_nothing_fails_its_tests_with_srun_reason(fake, srun
     assert out["tests"][1]["msg"] == "no result from gpu03 (srun exit 137: srun: error: gpu03: task 0: Killed)"
 
 
+def test_a_node_program_from_another_version_is_named(fake, srun, monkeypatch):
+    """An older node program refuses the spec and says why on stderr; that reason, not srun's, names the failure."""
+    with open(srun) as handle:
+        program = handle.read()
+    with open(srun, "w") as handle:
+        handle.write(program.replace("\nimport clusterforge_fabric_rounds as rounds",
+                                     "\nimport clusterforge_fabric_rounds as rounds\nrounds.SPEC_VERSION = 0"))
+    out = run({"mode": "round", "round": round_of(["gpu01", "gpu02"], hcas=["mlx5_0"])[0], "node_program": srun})
+    assert out["failed"] and out["nodes_reported"] == [] and calls(fake) == []
+    assert out["tests"][0]["msg"] == (
+        "no result from gpu01 (gpu01: round spec version 1, this program reads version 0: the node program and the "
+        "collection differ (run site.yml's slurm_compute role on the nodes))")
+
+
 def test_busy_nodes_fail_every_test_of_the_round(fake, srun, monkeypatch):
     monkeypatch.setenv("FAKE_SRUN_BUSY", "1")
     first = round_of(["gpu01", "gpu02"], hcas=["mlx5_0"])[0]
