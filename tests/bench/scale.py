@@ -473,9 +473,11 @@ def resumed(args, now):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 16, 32, 64])
-    # Ansible's own executor: validation's async ib_write_bw rounds do not finish under the Mitogen strategy
-    # (docs/performance.md, "Mitogen").
-    parser.add_argument("--executor", choices=sorted(bench.EXECUTORS), default="ansible")
+    # Mitogen, as `make bench`: validation's default ib_write_bw launcher (slurm) runs each round as one srun and
+    # uses no async task, which did not finish under the Mitogen strategy (docs/performance.md, "Mitogen"). On this
+    # 2-CPU lab the warm site.yml on 2 GPU nodes took 75 s and 41 s of user CPU with Mitogen against 162 s and 207 s
+    # with Ansible's executor (2026-11-27): --executor ansible measures the slower one.
+    parser.add_argument("--executor", choices=sorted(bench.EXECUTORS), default="mitogen")
     parser.add_argument("--keep", action="store_true", help="leave the scale lab running at the end")
     parser.add_argument("--resume", action="store_true",
                         help="go on from bench/scale.json and the running scale lab: keep the results of the sizes "
