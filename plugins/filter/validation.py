@@ -14,6 +14,8 @@
   when every required check ran and passed), and what to do with the node (resume, relabel, drain, keep).
 - ``validation_loopback_plan`` / ``validation_loopback_results``: the deep checks' ib_write_bw loopback on each HCA
   of a node, and its results as the judge takes them.
+- ``validation_ib_line_rate``: the line rate an ib_write_bw test of an HCA is judged against (its port's, else the
+  profile's).
 
 The work is done in module_utils, one file per job: validation_parsers (benchmark output, on top of the one
 nccl-tests/perftest parser in perf), validation_thresholds (defaults, tolerances, overrides), validation_judge (and the
@@ -91,6 +93,11 @@ def validation_loopback_results(client, plan, node, timeout=None):
     return _call(_deep.loopback_results, client, plan, node, timeout)
 
 
+def validation_ib_line_rate(ib_port_info, hca, rate_gbps=None):
+    """An HCA's line rate in Gb/s from a node's ib_port_info result, else ``rate_gbps``; see validation_ib_line_rate.yml."""
+    return _call(_deep.line_rate, ib_port_info, hca, rate_gbps)
+
+
 class FilterModule(object):
     """Validation filters: benchmark parsers, the judge and its HTML report."""
 
@@ -105,4 +112,5 @@ class FilterModule(object):
             "validation_node_verdicts": validation_node_verdicts,
             "validation_loopback_plan": validation_loopback_plan,
             "validation_loopback_results": validation_loopback_results,
+            "validation_ib_line_rate": validation_ib_line_rate,
         }

@@ -61,14 +61,33 @@ def loopback_plan(ib_port_info, hcas=None, base_port=DEFAULT_BASE_PORT, rate_gbp
     if int(base) + len(names) > 65536:
         raise ValidationError("validation_loopback_plan: %d HCAs from base_port %d run past port 65535"
                               % (len(names), int(base)))
-    plan = []
-    for index, name in enumerate(names):
-        mine = [p for p in ports if to_text(p.get("ca")) == name]
-        active = [p for p in mine if p.get("state") == "Active"] or mine
-        rate = _number(active[0].get("rate_gbps")) if active else None
-        plan.append({"hca": name, "port": int(base) + index,
-                     "line_rate_gbits": rate if rate is not None else _number(rate_gbps)})
-    return plan
+    return [{"hca": name, "port": int(base) + index, "line_rate_gbits": _rate_of(ports, name, rate_gbps)}
+            for index, name in enumerate(names)]
+
+
+def _rate_of(ports, hca, rate_gbps):
+    mine = [p for p in ports if to_text(p.get("ca")) == hca]
+    active = [p for p in mine if p.get("state") == "Active"] or mine
+    rate = _number(active[0].get("rate_gbps")) if active else None
+    return rate if rate is not None else _number(rate_gbps)
+
+
+def line_rate(ib_port_info, hca, rate_gbps=None):
+    """The line rate, in Gb/s, of HCA ``hca`` as an ib_port_info result read it: the rate of its active port (its
+    first port when none is active); else ``rate_gbps`` (the profile's); None when neither is known.
+
+    The one rule for every ib_write_bw test (the fabric rounds, through either launcher, and the deep checks'
+    loopback): the judge compares each test's bandwidth with this rate.
+    """
+    if not to_text(hca or "").strip():
+        raise ValidationError("validation_ib_line_rate: an HCA name is required")
+    ports = []
+    if _is_map(ib_port_info) and not ib_port_info.get("skipped"):
+        ports = [p for p in ib_port_info.get("ports") or [] if _is_map(p) and p.get("ca")]
+    rate = _rate_of(ports, to_text(hca).strip(), rate_gbps)
+    if rate is None and rate_gbps is not None:
+        raise ValidationError("validation_ib_line_rate: rate_gbps must be a number, got %r" % (rate_gbps,))
+    return rate
 
 
 def loopback_results(client, plan, node, timeout=None):

@@ -4,7 +4,9 @@
 """The validation's fabric phase with validate_ib_write_bw_launcher=slurm, run by ansible-playbook: one srun per
 round of the ring (a fake srun that starts the real node program on each node of the round at once, with a fake
 ib_write_bw), and the entries the judge takes: every pair and HCA, with the client port's line rate, failures named.
-The real Slurm runs it in the lab (tests/lab/test_lab_e2e.py, the validation tests)."""
+The real Slurm runs it in the lab (tests/lab/test_lab_e2e.py, the validation tests). With
+validate_ib_write_bw_launcher=ansible, phase fabric_ib runs the same ring from the GPU nodes' own plays (async servers
+and clients, here all on this machine), and its entries must be the same as the srun path's."""
 
 import json
 import os
@@ -101,3 +103,50 @@ def test_busy_nodes_fail_every_test_with_the_reason(tmp_path, monkeypatch):
     assert rc == 0, out
     assert len(entries) == 10 and all(e["rc"] is None for e in entries)
     assert all("Requested nodes are busy" in e["msg"] for e in entries), entries
+
+
+def test_the_ansible_launcher_records_the_same_entries(tmp_path, monkeypatch):
+    """Phase fabric_ib on the GPU nodes (validate_ib_write_bw_launcher=ansible): no srun, every pair and HCA of the
+    ring with the same line rates as the srun path, a failed HCA named with ib_write_bw's own stderr line."""
+    install_fake(tmp_path, monkeypatch, "ib_write_bw", FAKE_IB_WRITE_BW)
+    install_fake(tmp_path, monkeypatch, "srun", FAKE_SRUN)
+    for key in ("FAKE_IB_FAIL", "FAKE_SRUN_BUSY", "FAKE_SRUN_LOST", "FAKE_IB_REFUSE"):
+        monkeypatch.delenv(key, raising=False)
+    inventory = {"all": {"children": {
+        "gpu_nodes": {"hosts": dict((n, {"cluster_fabric_ip": "10.78.0.%d" % (20 + i)}) for i, n in enumerate(NODES, 1))},
+        "slurm_controller": {"hosts": {"head01": {}}}},
+        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
+    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
+    node = {"idle": True, "nccl_local": None,
+            "ib_port_info": {"ports": [{"ca": "mlx5_0", "port": 1, "rate_gbps": 200}]}}
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([
+        {"name": "Fabric IB", "hosts": "gpu_nodes", "gather_facts": False,
+         "vars": {"validate_ib_write_bw_launcher": "ansible", "validate_ib_write_bw_hcas": ["mlx5_0", "mlx5_1"],
+                  "validate_ib_write_bw_timeout_seconds": 20, "validate_profile": "h100_sxm_ndr"},
+         "tasks": [
+             {"name": "The measure phase's facts", "ansible.builtin.set_fact": {"__validate_node": node}},
+             {"name": "Phase fabric_ib",
+              "ansible.builtin.import_role": {"name": "clusterforge.gpu.validate", "tasks_from": "fabric_ib"}}]},
+        {"name": "Keep what the judge takes", "hosts": "gpu_nodes", "gather_facts": False,
+         "tasks": [{"name": "Each client node's entries", "ansible.builtin.copy": {
+             "content": "{{ __validate_ib_results | to_nice_json }}",
+             "dest": str(tmp_path / "ib-{{ inventory_hostname }}.json"), "mode": "0644"}}]},
+    ]))
+    run_env = dict(os.environ, FAKE_IB_LOG=str(tmp_path / "ib.log"), FAKE_SRUN_LOG=str(tmp_path / "srun.log"),
+                   FAKE_IB_FAIL="mlx5_1", ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"),
+                   ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+                   ANSIBLE_ASYNC_DIR=str(tmp_path / "async"))
+    proc = subprocess.run([PLAYBOOK_BIN, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")],
+                          cwd=str(tmp_path), env=run_env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (tmp_path / "srun.log").exists()
+    entries = [e for n in NODES for e in json.loads((tmp_path / ("ib-%s.json" % n)).read_text())]
+    assert sorted((e["client"], e["server"], e["hca"]) for e in entries) == sorted(
+        (c, s, h) for c, s in (("gpu01", "gpu02"), ("gpu03", "gpu04"), ("gpu02", "gpu03"), ("gpu04", "gpu05"),
+                               ("gpu05", "gpu01")) for h in ("mlx5_0", "mlx5_1"))
+    assert {(e["hca"], e["line_rate_gbits"]) for e in entries} == {("mlx5_0", 200.0), ("mlx5_1", 400.0)}
+    good = [e for e in entries if e["hca"] == "mlx5_0"]
+    assert all(e["rc"] == 0 and e["msg"] is None and e["result"]["bw_peak_gbits"] == 388.4 for e in good), good
+    bad = [e for e in entries if e["hca"] == "mlx5_1"]
+    assert all(e["rc"] == 1 and e["result"] is None and e["msg"] == "Couldn't get context for the device"
+               for e in bad), bad

@@ -30,7 +30,8 @@ from ansible_collections.clusterforge.gpu.plugins.modules import nvidia_smi_info
 
 FILTERS = validation.FilterModule().filters()
 FILTER_DIR = os.path.dirname(validation.__file__)
-NAMES = ("validation_node_verdicts", "validation_loopback_plan", "validation_loopback_results")
+NAMES = ("validation_node_verdicts", "validation_loopback_plan", "validation_loopback_results",
+         "validation_ib_line_rate")
 HCAS = ["mlx5_%d" % i for i in range(8)]
 THRESHOLDS = {"nccl_single_node_busbw_gbps": 370, "nccl_multi_node_busbw_gbps": 385}
 EMU_KEYS = ("CLUSTERFORGE_EMU_NCCL_BUSBW_GBPS", "CLUSTERFORGE_EMU_NCCL_WRONG", "CLUSTERFORGE_EMU_IB_GBPS",
@@ -173,6 +174,40 @@ def test_loopback_plan_rates_roce_and_nothing_known():
 def test_loopback_plan_rejects(args, message):
     with pytest.raises(AnsibleFilterError, match="^%s$" % message):
         FILTERS["validation_loopback_plan"](*args)
+
+
+def test_ib_line_rate_from_the_port_else_the_profile(tmp_path):
+    """The one line-rate rule of every ib_write_bw test (the fabric rounds through either launcher, the loopback)."""
+    ib = Node(tmp_path, "gpu01").module(ib_port_info_module, {"expected_rate_gbps": 400})
+    assert [FILTERS["validation_ib_line_rate"](ib, hca, 200) for hca in HCAS] == [400.0] * 8
+    ports = {"ports": [
+        {"ca": "mlx5_0", "port": 1, "state": "Down", "rate_gbps": 10, "link_layer": "InfiniBand"},
+        {"ca": "mlx5_0", "port": 2, "state": "Active", "rate_gbps": 200, "link_layer": "InfiniBand"},
+        {"ca": "mlx5_1", "port": 1, "state": "Down", "rate_gbps": 100, "link_layer": "InfiniBand"},
+        {"ca": "mlx5_2", "port": 1, "state": "Active", "rate_gbps": None, "link_layer": "Ethernet"},
+    ]}
+    rate = FILTERS["validation_ib_line_rate"]
+    # the active port's rate; the first port's when none is active; the profile's when the port has none
+    assert rate(ports, "mlx5_0", 400) == 200.0
+    assert rate(ports, "mlx5_1", 400) == 100.0
+    assert rate(ports, "mlx5_2", "400") == 400.0
+    # an HCA ib_port_info did not find, ib_port_info skipped or not run: the profile's, else nothing
+    assert rate(ports, "mlx5_7", 400) == 400.0
+    assert rate({"skipped": True, "ports": ports["ports"]}, "mlx5_0", 400) == 400.0
+    assert rate(None, "mlx5_0", 400) == 400.0
+    assert rate(None, "mlx5_0") is None
+    # the same rule as the loopback plan's
+    plan = FILTERS["validation_loopback_plan"](ports, ["mlx5_0", "mlx5_1", "mlx5_2"], 18515, 400)
+    assert [t["line_rate_gbits"] for t in plan] == [rate(ports, h, 400) for h in ("mlx5_0", "mlx5_1", "mlx5_2")]
+
+
+@pytest.mark.parametrize("args, message", [
+    ((None, ""), "validation_ib_line_rate: an HCA name is required"),
+    ((None, "mlx5_0", "fast"), "validation_ib_line_rate: rate_gbps must be a number, got 'fast'"),
+])
+def test_ib_line_rate_rejects(args, message):
+    with pytest.raises(AnsibleFilterError, match="^%s$" % message):
+        FILTERS["validation_ib_line_rate"](*args)
 
 
 def test_loopback_results_say_why_a_test_has_no_result():
