@@ -37,6 +37,7 @@ BEHIND = {
     "validation_node_verdicts": validation_judge.node_verdicts,
     "validation_loopback_plan": validation_deep.loopback_plan,
     "validation_loopback_results": validation_deep.loopback_results,
+    "validation_ib_line_rate": validation_deep.line_rate,
 }
 
 
