@@ -108,8 +108,13 @@ def task_times(out):
     return rows
 
 
+def fabric_tasks(out):
+    """[{task, seconds}] of the fabric stage's tasks, in the order they ran: what its figure is made of."""
+    return [{"task": name, "seconds": secs} for name, secs in task_times(out) if FABRIC_TASK.search(name)]
+
+
 def fabric_seconds(out):
-    return round(sum(secs for name, secs in task_times(out) if FABRIC_TASK.search(name)), 1)
+    return round(sum(t["seconds"] for t in fabric_tasks(out)), 1)
 
 
 class DrainWindows(bench.SinfoPoller):
@@ -233,7 +238,7 @@ def measure_validate_and_roll(size, inv, executor, play_env, power_w, result):
                 PROFILE_TASKS_TASK_OUTPUT_LIMIT="all", PROFILE_TASKS_SORT_ORDER="none")
     rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "playbooks/validate.yml"), venv)
     result.update(validate_seconds=round(secs, 1), validate_rc=rc, validate_controller_cpu_seconds=round(cpu, 1),
-                  validate_fabric_seconds=fabric_seconds(out))
+                  validate_fabric_seconds=fabric_seconds(out), validate_fabric_tasks=fabric_tasks(out))
     if rc != 0:
         result["validate_failures"] = [line.strip() for line in out.splitlines() if "FAIL" in line][:20]
     log("%d GPU nodes: validate %.0f s (rc %d), fabric stage %.1f s" % (size, secs, rc, result["validate_fabric_seconds"]))

@@ -38,6 +38,10 @@ def test_the_fabric_stage_is_the_sum_of_the_fabric_and_nccl_tasks():
         "clusterforge.gpu.validate : Report | write validation.json ------------------- 1.00s",
     ])
     assert scale.fabric_seconds(out) == 12.2
+    # scale.json keeps what the figure is made of (a per-node probe beside the cluster-wide tests, say)
+    assert [t["seconds"] for t in scale.fabric_tasks(out)] == [2.0, 4.25, 6.0]
+    assert scale.fabric_tasks(out)[2]["task"] == ("clusterforge.gpu.validate : NCCL | all_reduce_perf across every "
+                                                  "idle GPU node")
 
 
 def test_linear_growth_passes_and_faster_growth_is_reported():
