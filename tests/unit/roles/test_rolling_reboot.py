@@ -6,6 +6,8 @@ records that slurm_node_info's parser makes from `scontrol show node` text, stat
 
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -323,3 +325,38 @@ def test_the_node_has_rebooted_when_its_boot_id_changed_or_run_was_emptied(boot_
                                     __rolling_reboot_wait={"nodes": [node("IDLE")]})
     assert " ".join(render(tmpl, say).split()).startswith(
         "gpu02 rebooted through Slurm (/run/reboot-required): boot id 1111 -> %s" % boot_after)
+
+
+# ------------------------------------------------------------------------------------- the plan's check-mode output
+
+@pytest.mark.parametrize("callbacks", ["", "ansible.posix.profile_tasks,ansible.posix.timer"])
+def test_the_plan_reads_its_check_mode_run_beside_the_operators_callbacks(tmp_path, callbacks):
+    """The plan reads the check-mode run's stdout (ansible.posix.json). Callbacks an operator enables in ansible.cfg
+    (profile_tasks, timer) print into the same stdout, before and after the document: the plan must still read it.
+    The stdout here is a real ansible-playbook run's."""
+    playbook_bin = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+    if not os.path.exists(playbook_bin):
+        pytest.skip("ansible-playbook not installed beside this Python")
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{
+        "name": "Check", "hosts": "localhost", "gather_facts": False,
+        "tasks": [{"name": "Note whether a reboot is needed",
+                   "ansible.builtin.set_fact": {"nvidia_driver_reboot_required": True}}]}]))
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith("ANSIBLE_"))
+    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0",
+               ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"))
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n" + ("callbacks_enabled = %s\n" % callbacks if callbacks else ""))
+    proc = subprocess.run([playbook_bin, "--check", str(tmp_path / "play.yml")], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    if callbacks:
+        assert not proc.stdout.lstrip().startswith("{") or not proc.stdout.rstrip().endswith("}"), proc.stdout
+    read = _task("plan", "Plan | read the result of the check-mode run (ansible.posix.json callback)")
+    tmpl = templar(__rolling_plan_run={"stdout": proc.stdout, "rc": 0}, **_trusted(read["vars"]))
+    recap = render(tmpl, read["ansible.builtin.set_fact"]["__rolling_recap"])
+    assert recap == {"localhost": {"changed": 0, "unreachable": 0, "failed": 0}}
+    facts = render(tmpl, read["ansible.builtin.set_fact"]["__rolling_plan_reboot_facts"])
+    assert facts == {"localhost": {"nvidia_driver_reboot_required": True}}
+    # a run that stopped before its callback wrote the document: no result, and the assert below names the nodes
+    for stdout in ("", "ERROR! the playbook could not be read", proc.stdout[:len(proc.stdout) // 2]):
+        tmpl = templar(__rolling_plan_run={"stdout": stdout, "rc": 1}, **_trusted(read["vars"]))
+        assert render(tmpl, read["ansible.builtin.set_fact"]["__rolling_recap"]) == {}
