@@ -15,6 +15,7 @@ adds clones to the lab of the size before. At each size:
   * a rolling change of every node (a new GPU power limit, playbooks/rolling_reconfigure.yml at rolling_serial
     [1, "25%"]): wall time, controller CPU, and from sinfo polled every second the canary's and each batch's time
     (first drain to last resume of the nodes of the batch).
+Every run is timed by ansible.posix.profile_tasks, and its whole output kept in .cache/bench/scale-logs/ (SIZE-STEP.log).
 Then the seconds per added GPU node of each step (least squares), the targets of issue 19, and a projection to
 128, 256 and 512 GPU nodes. Writes bench/scale.json, bench/scale.svg and the "scale" section of docs/performance.md.
 The lab of inventories/lab is replaced, and the scale lab removed at the end: `make lab` brings it back.
@@ -43,6 +44,8 @@ FABRIC_GROWTH_LIMIT = 2.0
 ROLLING_BATCHES = 4
 LINEAR_SLACK = 1.5
 TIMED_TASK = re.compile(r"^(.*?)\s*-+ (\d+(?:\.\d+)?)s$")
+# Every measured run's whole output (profile_tasks' table at its end), for reading a figure with its profile.
+LOGS = os.path.join(bench.WORK, "scale-logs")
 FABRIC_TASK = re.compile(r"(^|\|\s*|: )(Fabric|NCCL)\b|ib_write_bw", re.I)
 
 
@@ -87,11 +90,25 @@ def must(rc, out, what):
         raise SystemExit("%s failed (rc %d; whole output in %s):\n%s" % (what, rc, path, out[-8000:]))
 
 
-def timed(cmd, env):
-    """Run cmd; (rc, output, wall seconds, controller CPU seconds of the run)."""
+def profiled(env):
+    """env with ansible.posix.profile_tasks on: every task's seconds, in the order they ran, at the end of the output
+    (a missed target is read with the profile that explains it; the rolling change's nested check-mode run gets it
+    too, and its plan reads its JSON beside it)."""
+    return dict(env, ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks", PROFILE_TASKS_TASK_OUTPUT_LIMIT="all",
+                PROFILE_TASKS_SORT_ORDER="none")
+
+
+def timed(cmd, env, log_name=None):
+    """Run cmd; (rc, output, wall seconds, controller CPU seconds of the run). With log_name, the whole output is
+    kept in LOGS/<log_name>.log."""
     before = bench.children_cpu()
     rc, out, secs = bench.run(cmd, env=env)
-    return rc, out, secs, bench.children_cpu() - before
+    cpu = bench.children_cpu() - before
+    if log_name:
+        os.makedirs(LOGS, exist_ok=True)
+        with open(os.path.join(LOGS, log_name + ".log"), "w") as handle:
+            handle.write(out)
+    return rc, out, secs, cpu
 
 
 def changed(out):
@@ -221,12 +238,12 @@ def size_run(size, executor, power_w, skip_warm=False):
 
 def join_and_warm(size, inv, executor, play_env, result):
     log("%d GPU nodes: join (site.yml brings the new clones in)" % size)
-    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), play_env)
+    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), profiled(play_env), "%02d-join" % size)
     must(rc, out, "site.yml (join, %d)" % size)
     result.update(join_seconds=round(secs, 1), join_changed=changed(out))
 
     log("%d GPU nodes: warm site.yml" % size)
-    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), play_env)
+    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), profiled(play_env), "%02d-warm" % size)
     must(rc, out, "site.yml (warm, %d)" % size)
     result.update(warm_seconds=round(secs, 1), warm_changed=changed(out), warm_controller_cpu_seconds=round(cpu, 1))
     log("%d GPU nodes: warm %.0f s, changed=%d, controller CPU %.0f s" % (size, secs, result["warm_changed"], cpu))
@@ -234,9 +251,8 @@ def join_and_warm(size, inv, executor, play_env, result):
 
 def measure_validate_and_roll(size, inv, executor, play_env, power_w, result):
     log("%d GPU nodes: validate.yml" % size)
-    venv = dict(play_env, ANSIBLE_CALLBACKS_ENABLED="ansible.posix.profile_tasks",
-                PROFILE_TASKS_TASK_OUTPUT_LIMIT="all", PROFILE_TASKS_SORT_ORDER="none")
-    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "playbooks/validate.yml"), venv)
+    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "playbooks/validate.yml"), profiled(play_env),
+                               "%02d-validate" % size)
     result.update(validate_seconds=round(secs, 1), validate_rc=rc, validate_controller_cpu_seconds=round(cpu, 1),
                   validate_fabric_seconds=fabric_seconds(out), validate_fabric_tasks=fabric_tasks(out))
     if rc != 0:
@@ -249,7 +265,7 @@ def measure_validate_and_roll(size, inv, executor, play_env, power_w, result):
              "rolling_serial": [1, "25%"]}
     with DrainWindows() as windows:
         rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "-i", change, "playbooks/rolling_reconfigure.yml",
-                                                "-e", json.dumps(extra)), play_env)
+                                                "-e", json.dumps(extra)), profiled(play_env), "%02d-rolling" % size)
     must(rc, out, "rolling_reconfigure.yml (%d)" % size)
     batches = windows.batches()
     result.update(rolling_seconds=round(secs, 1), rolling_controller_cpu_seconds=round(cpu, 1), rolling_batches=batches,

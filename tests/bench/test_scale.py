@@ -101,3 +101,19 @@ def test_the_rolling_time_outside_drain_windows_is_what_the_batches_do_not_cover
     page = scale.markdown(dict(date="d", executor="ansible", forks=10, machine="m", cpus=2, results=[r], steps=steps,
                                targets={}))
     assert "| 60 s |" in page
+
+
+def test_every_measured_run_is_profiled_and_its_output_kept(tmp_path, monkeypatch):
+    seen = {}
+
+    def run(cmd, env=None):
+        seen["env"] = env
+        return 0, "PLAY RECAP\nclusterforge.gpu.validate : Fabric | x --- 1.00s\n", 2.5
+
+    monkeypatch.setattr(scale.bench, "run", run)
+    monkeypatch.setattr(scale.bench, "children_cpu", iter([10.0, 13.5]).__next__)
+    monkeypatch.setattr(scale, "LOGS", str(tmp_path / "logs"))
+    rc, out, secs, cpu = scale.timed(["ansible-playbook"], scale.profiled({"A": "1"}), "08-warm")
+    assert (rc, secs, cpu) == (0, 2.5, 3.5)
+    assert seen["env"]["A"] == "1" and seen["env"]["ANSIBLE_CALLBACKS_ENABLED"] == "ansible.posix.profile_tasks"
+    assert (tmp_path / "logs" / "08-warm.log").read_text() == out
