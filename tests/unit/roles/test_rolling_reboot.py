@@ -342,9 +342,13 @@ def test_the_plan_reads_its_check_mode_run_beside_the_operators_callbacks(tmp_pa
         "tasks": [{"name": "Note whether a reboot is needed",
                    "ansible.builtin.set_fact": {"nvidia_driver_reboot_required": True}}]}]))
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith("ANSIBLE_"))
-    env.update(ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_NOCOLOR="1", ANSIBLE_LOCALHOST_WARNING="0",
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="0", ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"))
-    (tmp_path / "ansible.cfg").write_text("[defaults]\n" + ("callbacks_enabled = %s\n" % callbacks if callbacks else ""))
+    # The plan's own environment for its run, and an operator's ansible.cfg that asks for single-line JSON.
+    run = _task("plan", "Plan | run the change in check mode on the candidate nodes")
+    env.update(dict((k, v) for k, v in run["environment"].items() if "{{" not in v))
+    env.update(ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
+               ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"))
+    (tmp_path / "ansible.cfg").write_text("[defaults]\njson_indent = 0\n"
+                                          + ("callbacks_enabled = %s\n" % callbacks if callbacks else ""))
     proc = subprocess.run([playbook_bin, "--check", str(tmp_path / "play.yml")], cwd=str(tmp_path), env=env,
                           capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
