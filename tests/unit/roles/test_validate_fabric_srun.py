@@ -23,10 +23,9 @@ PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 NODES = ["gpu01", "gpu02", "gpu03", "gpu04", "gpu05"]
 
 
-def run_fabric(tmp_path, monkeypatch, **env):
-    """The measure phase's facts on five idle GPU nodes (mlx5_0 at 200 Gb/s in ib_port_info; mlx5_1 unknown, so the
-    profile's rate), then phase fabric on the controller; returns (rc, output, recorded entries, srun calls)."""
-    program = install_round_program(tmp_path / "libexec")
+def five_nodes(tmp_path, monkeypatch):
+    """Fake ib_write_bw and srun, an inventory of five local GPU nodes and a controller; returns what the measure
+    phase records on each node (mlx5_0 at 200 Gb/s in ib_port_info; mlx5_1 unknown, so the profile's rate)."""
     install_fake(tmp_path, monkeypatch, "ib_write_bw", FAKE_IB_WRITE_BW)
     install_fake(tmp_path, monkeypatch, "srun", FAKE_SRUN)
     for key in ("FAKE_IB_FAIL", "FAKE_SRUN_BUSY", "FAKE_SRUN_LOST", "FAKE_IB_REFUSE"):
@@ -38,6 +37,14 @@ def run_fabric(tmp_path, monkeypatch, **env):
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
     node = {"idle": True, "nccl_local": None,
             "ib_port_info": {"ports": [{"ca": "mlx5_0", "port": 1, "rate_gbps": 200}]}}
+    return node
+
+
+def run_fabric(tmp_path, monkeypatch, **env):
+    """The measure phase's facts on five idle GPU nodes (mlx5_0 at 200 Gb/s in ib_port_info; mlx5_1 unknown, so the
+    profile's rate), then phase fabric on the controller; returns (rc, output, recorded entries, srun calls)."""
+    program = install_round_program(tmp_path / "libexec")
+    node = five_nodes(tmp_path, monkeypatch)
     (tmp_path / "play.yml").write_text(yaml.safe_dump([
         {"name": "Measured", "hosts": "gpu_nodes", "gather_facts": False,
          "tasks": [{"name": "The measure phase's facts", "ansible.builtin.set_fact": {"__validate_node": node}}]},
@@ -108,17 +115,7 @@ def test_busy_nodes_fail_every_test_with_the_reason(tmp_path, monkeypatch):
 def test_the_ansible_launcher_records_the_same_entries(tmp_path, monkeypatch):
     """Phase fabric_ib on the GPU nodes (validate_ib_write_bw_launcher=ansible): no srun, every pair and HCA of the
     ring with the same line rates as the srun path, a failed HCA named with ib_write_bw's own stderr line."""
-    install_fake(tmp_path, monkeypatch, "ib_write_bw", FAKE_IB_WRITE_BW)
-    install_fake(tmp_path, monkeypatch, "srun", FAKE_SRUN)
-    for key in ("FAKE_IB_FAIL", "FAKE_SRUN_BUSY", "FAKE_SRUN_LOST", "FAKE_IB_REFUSE"):
-        monkeypatch.delenv(key, raising=False)
-    inventory = {"all": {"children": {
-        "gpu_nodes": {"hosts": dict((n, {"cluster_fabric_ip": "10.78.0.%d" % (20 + i)}) for i, n in enumerate(NODES, 1))},
-        "slurm_controller": {"hosts": {"head01": {}}}},
-        "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
-    (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inventory))
-    node = {"idle": True, "nccl_local": None,
-            "ib_port_info": {"ports": [{"ca": "mlx5_0", "port": 1, "rate_gbps": 200}]}}
+    node = five_nodes(tmp_path, monkeypatch)
     (tmp_path / "play.yml").write_text(yaml.safe_dump([
         {"name": "Fabric IB", "hosts": "gpu_nodes", "gather_facts": False,
          "vars": {"validate_ib_write_bw_launcher": "ansible", "validate_ib_write_bw_hcas": ["mlx5_0", "mlx5_1"],
