@@ -1,6 +1,6 @@
 """The node health check in the lab, against real Slurm: a fault drains only after its strikes, a switched-off check
-drains nothing, a fault on every GPU node drains at most the circuit breaker's cap (and the breaker is named in the
-journal and in the metrics file), an administrator's drain is never resumed, and the run time of a check with every
+drains nothing, a fault on every GPU node drains at most the circuit breaker's cap, also when the nodes decide at the
+same moment (and the breaker is named in the journal and in the metrics file), an administrator's drain is never resumed, and the run time of a check with every
 new check in it.
 
 The faults come from the emulators' --emu-* options (tests/lab/emulators). The check runs as slurmd runs it
@@ -13,6 +13,7 @@ lab back (faults cleared, the nodes its runs drained resumed, Slurm settled) eve
 import json
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from labkit import node_states, podman_exec, settled_node_states, slurm  # pylint: disable=import-error
 
@@ -190,6 +191,38 @@ def test_a_fault_on_every_gpu_node_drains_at_most_the_cap(converged):  # pylint:
         assert re.search(r'(?m)^clusterforge_healthcheck_fault\{check="pcie"\} 1$', metrics), metrics
         drained_metrics = prom(drained[0], configs[drained[0]][1])
         assert re.search(r'(?m)^clusterforge_healthcheck_breaker_open\{check="pcie"\} 0$', drained_metrics)
+    finally:
+        for host in GPU_NODES:
+            podman_exec(host, "nvidia-smi", "--emu-pcie-width", "2", "16")
+            podman_exec(host, "rm", "-rf", configs[host][0], configs[host][1])
+            forget(host, "pcie")
+        restore(drained_by_tests=GPU_NODES)
+
+
+def test_gpu_nodes_that_decide_at_the_same_moment_keep_the_cap(converged):  # pylint: disable=unused-argument
+    """The same fault on both GPU nodes, both checks started together with no random pause, three times over: each
+    time exactly one node stays drained (the cap), the other either held back before draining or withdrew its drain
+    after the second count against real slurmctld's reasons (`[root@<time>]`), and says which."""
+    restore()
+    configs = dict((host, config_copy(host, "together", strikes={"pcie": 1}, breaker_jitter_seconds=0))
+                   for host in GPU_NODES)
+    try:
+        for host in GPU_NODES:
+            rc, out = podman_exec(host, "nvidia-smi", "--emu-pcie-width", "2", "8")
+            assert rc == 0, out
+        for _round in range(3):
+            with ThreadPoolExecutor(len(GPU_NODES)) as pool:
+                outs = dict(zip(GPU_NODES, pool.map(lambda h: run_check(h, "--config", configs[h][0]), GPU_NODES)))
+            lines = dict((host, summary(host, outs[host][1])) for host in GPU_NODES)
+            assert all(outs[host][0] == 1 for host in GPU_NODES), outs
+            states = node_states()
+            drained = [h for h in GPU_NODES if states[h][1].startswith(PREFIX)]
+            assert len(drained) == 1, (states, lines)
+            assert "action drain;" in lines[drained[0]], lines
+            other = [h for h in GPU_NODES if h != drained[0]][0]
+            assert re.search(r"action (none|drain withdrawn) \(breaker open: pcie\)", lines[other]), lines
+            assert states[other] == ("idle", "none"), states
+            restore(drained_by_tests=GPU_NODES)
     finally:
         for host in GPU_NODES:
             podman_exec(host, "nvidia-smi", "--emu-pcie-width", "2", "16")
