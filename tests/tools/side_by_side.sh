@@ -10,9 +10,13 @@ if [ "${SIDE_BY_SIDE:-1}" = 0 ]; then
   for target in "$@"; do "$make_cmd" --no-print-directory "$target" || { echo "side_by_side: $target failed" >&2; exit 1; }; done
   exit 0
 fi
+# Each target's output is also kept in .cache/side_by_side/<target>.log: when a target fails, its lines that name a
+# failure are printed again at the end, where a log that keeps only its tail (CI's) still shows them.
+logdir=.cache/side_by_side
+mkdir -p "$logdir"
 pids=()
 for target in "$@"; do
-  ( "$make_cmd" --no-print-directory "$target" 2>&1 | sed -u "s/^/$target: /" ) &
+  ( "$make_cmd" --no-print-directory "$target" 2>&1 | sed -u "s/^/$target: /" | tee "$logdir/$target.log" ) &
   pids+=("$!")
 done
 failed=()
@@ -22,6 +26,10 @@ for target in "$@"; do
   i=$((i + 1))
 done
 if [ ${#failed[@]} -gt 0 ]; then
+  for target in "${failed[@]}"; do
+    echo "side_by_side: what failed in $target (the lines of its log that name a failure, the last 40):" >&2
+    grep -a -E "FAILED|ERROR|[Ff]ailed|fatal:|Error [0-9]" "$logdir/$target.log" | grep -v -E "failed=0" | tail -40 >&2
+  done
   echo "side_by_side: failed: ${failed[*]}" >&2
   exit 1
 fi
