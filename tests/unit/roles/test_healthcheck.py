@@ -1453,14 +1453,14 @@ def test_a_drain_beyond_the_cap_in_the_same_second_is_withdrawn_and_one_before_i
             "nodes, at most 2 (10%) may be; faults: GPU count 7 < 8") in proc.stderr
     assert any(line.startswith("3|cf-health|") and "drain withdrawn" in line
                for line in fake_log.read_text().splitlines()), fake_log.read_text()
-    assert record(node)["breaker_open"] == ["gpu_count"]
+    assert record(node)["breaker_open"] == ["gpu_count"] and record(node)["breaker_rank"] == 3
     assert _timing(proc)["action"] == "drain withdrawn (breaker open: gpu_count)"
 
     ctld = Slurmctld(node, 20)
     proc = node.run(env=dict(ctld.env(["gpu12", "gpu13"]), CF_NODE="gpu09"))
     assert proc.returncode == 1 and "action drain;" in proc.stdout, proc.stdout + proc.stderr
     assert ctld.drained() == ["gpu09", "gpu12", "gpu13"]
-    assert ctld.calls()[-1].endswith("show node -o")
+    assert ctld.calls()[-1].endswith("show node -o") and record(node)["breaker_rank"] == 1
 
 
 def test_a_node_that_was_down_keeps_its_drain_beyond_the_cap(node):
