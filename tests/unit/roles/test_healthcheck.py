@@ -1326,7 +1326,8 @@ def test_a_random_pause_before_the_count_spreads_nodes_that_decide_together(node
 # every node's run, printing `show node -o` in Slurm's one-line format with the reason's `[user@time]`, the time
 # taken to the second when the update is applied (as slurmctld does). The update sleeps a little, so that runs
 # started together overlap as they do against a busy slurmctld. $SLURMCTLD_COMPANIONS (a JSON list of node names)
-# drains those nodes in the same second as this node's drain: other nodes that decided at the same moment.
+# drains those nodes in the same second as this node's drain: other nodes that decided at the same moment;
+# $SLURMCTLD_REFUSE_RESUME makes it refuse a RESUME as slurmctld refuses one it cannot apply.
 STATEFUL_SCONTROL = r"""#!%(python)s
 import fcntl, json, os, sys, time
 state_path = os.environ["SLURMCTLD_STATE"]
@@ -1340,6 +1341,9 @@ with open(state_path + ".lock", "w") as lock:
     with open(state_path) as handle:
         nodes = json.load(handle)
     now = time.strftime("%%Y-%%m-%%dT%%H:%%M:%%S", time.gmtime())
+    if args[:1] == ["update"] and "State=RESUME" in args and os.environ.get("SLURMCTLD_REFUSE_RESUME"):
+        sys.stderr.write("slurm_update error: Invalid node state specified\n")
+        sys.exit(1)
     if args[:2] == ["show", "node"]:
         names = [a for a in args[2:] if a != "-o"] or sorted(nodes)
         for name in names:
@@ -1461,6 +1465,18 @@ def test_a_drain_beyond_the_cap_in_the_same_second_is_withdrawn_and_one_before_i
     assert proc.returncode == 1 and "action drain;" in proc.stdout, proc.stdout + proc.stderr
     assert ctld.drained() == ["gpu09", "gpu12", "gpu13"]
     assert ctld.calls()[-1].endswith("show node -o") and record(node)["breaker_rank"] == 1
+
+
+def test_a_withdrawal_slurmctld_refuses_leaves_the_drain_and_says_so(node):
+    node.config["node_name"] = "gpu09"
+    ctld = Slurmctld(node, 20)
+    node.gpus(7)
+    proc = node.run(env=dict(ctld.env(["gpu02", "gpu03"]), CF_NODE="gpu09", SLURMCTLD_REFUSE_RESUME="1"))
+    assert proc.returncode == 1
+    assert ctld.drained() == ["gpu02", "gpu03", "gpu09"]
+    assert "action drain (breaker open: gpu_count; the withdrawal failed)" in proc.stdout, proc.stdout
+    assert ("scontrol update (withdraw the drain): rc 1: slurm_update error: Invalid node state specified: the drain "
+            "stays") in proc.stderr, proc.stderr
 
 
 def test_a_node_that_was_down_keeps_its_drain_beyond_the_cap(node):
