@@ -28,7 +28,7 @@ done
 if [ ${#failed[@]} -gt 0 ]; then
   for target in "${failed[@]}"; do
     echo "side_by_side: what failed in $target (the lines of its log that name a failure, the last 40):" >&2
-    grep -a -E "FAILED|ERROR|[Ff]ailed|fatal:|Error [0-9]" "$logdir/$target.log" | grep -v -E "failed=0" | tail -40 >&2
+    grep -a -E "FAILED|ERROR|[Ff]ailed|fatal:|Error [0-9]" "$logdir/$target.log" | grep -v -E "failed=0|FAILED - RETRYING" | tail -40 >&2
   done
   echo "side_by_side: failed: ${failed[*]}" >&2
   exit 1
