@@ -176,7 +176,7 @@ stream-lab:
 	@rc=0; for t in test-lab test-integration; do $(MAKE) --no-print-directory $$t || { rc=1; echo "stream-lab: $$t failed"; }; done; exit $$rc
 
 test: bootstrap images
-	$(call phase,the lab end-to-end tests then integration, beside lint sanity unit and molecule (each line names its stream))
+	$(call phase,the lab end-to-end tests then integration beside lint sanity unit and molecule (each line names its stream))
 	@MAKE="$(MAKE)" tests/tools/side_by_side.sh stream-checks stream-lab
 	$(call phase,all tests passed)
 

@@ -27,8 +27,10 @@ for target in "$@"; do
 done
 if [ ${#failed[@]} -gt 0 ]; then
   for target in "${failed[@]}"; do
-    echo "side_by_side: what failed in $target (the lines of its log that name a failure, the last 40):" >&2
-    grep -a -E "FAILED|ERROR|[Ff]ailed|fatal:|Error [0-9]" "$logdir/$target.log" | grep -v -E "failed=0|FAILED - RETRYING" | tail -40 >&2
+    echo "side_by_side: what failed in $target (its failed targets, then the lines of its log that name a failure: pytest, make, ansible-test, yamllint, ansible-lint, molecule; the last 40):" >&2
+    grep -a -E "^$target: $target: \S+ failed$" "$logdir/$target.log" >&2
+    grep -a -E "(FAILED|ERROR) tests/|[0-9]+ (failed|error)(,| in )|\*\*\* \[|ERROR: |[0-9]+:[0-9]+ +error|Failed: [0-9]+ failure|failed=[1-9]|unreachable=[1-9]" \
+      "$logdir/$target.log" | grep -v -E "^$target: $target: " | tail -40 >&2
   done
   echo "side_by_side: failed: ${failed[*]}" >&2
   exit 1
