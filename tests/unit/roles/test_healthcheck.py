@@ -1327,13 +1327,22 @@ def test_a_random_pause_before_the_count_spreads_nodes_that_decide_together(node
 # taken to the second when the update is applied (as slurmctld does). The update sleeps a little, so that runs
 # started together overlap as they do against a busy slurmctld. $SLURMCTLD_COMPANIONS (a JSON list of node names)
 # drains those nodes in the same second as this node's drain: other nodes that decided at the same moment;
-# $SLURMCTLD_REFUSE_RESUME makes it refuse a RESUME as slurmctld refuses one it cannot apply.
+# $SLURMCTLD_REFUSE_RESUME makes it refuse a RESUME as slurmctld refuses one it cannot apply;
+# $SLURMCTLD_DRAIN_BARRIER=N holds every drain until N counts of every node were made (N nodes deciding at once).
 STATEFUL_SCONTROL = r"""#!%(python)s
 import fcntl, json, os, sys, time
 state_path = os.environ["SLURMCTLD_STATE"]
 args = sys.argv[1:]
 with open(state_path + ".calls", "a") as log:
     log.write(os.environ.get("CF_NODE", "?") + " " + " ".join(args) + "\n")
+barrier = int(os.environ.get("SLURMCTLD_DRAIN_BARRIER", "0"))
+if args[:1] == ["update"] and "State=DRAIN" in args and barrier:
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        with open(state_path + ".calls") as log:
+            if sum(1 for line in log if line.rstrip().endswith(" show node -o")) >= barrier:
+                break
+        time.sleep(0.05)
 with open(state_path + ".lock", "w") as lock:
     if args[:1] == ["update"]:
         time.sleep(0.05)
@@ -1392,19 +1401,20 @@ class Slurmctld(object):
     def calls(self):
         return self.path.with_name("slurmctld.json.calls").read_text().splitlines()
 
-    def env(self, companions=()):
-        return {"SLURMCTLD_STATE": str(self.path), "SLURMCTLD_COMPANIONS": json.dumps(list(companions))}
+    def env(self, companions=(), barrier=0):
+        return {"SLURMCTLD_STATE": str(self.path), "SLURMCTLD_COMPANIONS": json.dumps(list(companions)),
+                "SLURMCTLD_DRAIN_BARRIER": str(barrier)}
 
 
 def test_nodes_deciding_at_the_same_moment_drain_exactly_the_cap(node):
-    """20 nodes find the same fault in the same moment (a cluster-wide cause: every check times out together), with
-    no random pause: each one's first count sees nothing drained, all of them drain, and the count after the drain
-    withdraws every drain beyond the first 2 (10 % of 20) in slurmctld's order. Without the second count all 20
-    stay drained (as 22 of 64 did in the scale lab)."""
+    """20 nodes find the same fault in the same moment (a cluster-wide cause: every check times out together): the
+    fake slurmctld takes no drain before all 20 first counts were made, so each one's first count sees nothing
+    drained and all of them drain; the count after the drain withdraws every drain beyond the first 2 (10 % of 20)
+    in slurmctld's order. Without the second count all 20 stay drained (as 22 of 64 did in the scale lab)."""
     ctld = Slurmctld(node, 20)
     node.gpus(7)
     node.config["breaker_settle_seconds"] = 1.5
-    env = dict(os.environ, FAKE_DIR=str(node.dir), PATH=str(node.bin) + ":/usr/bin:/bin", **ctld.env())
+    env = dict(os.environ, FAKE_DIR=str(node.dir), PATH=str(node.bin) + ":/usr/bin:/bin", **ctld.env(barrier=20))
     procs = {}
     for i in range(1, 21):
         name = "gpu%02d" % i
@@ -1423,9 +1433,9 @@ def test_nodes_deciding_at_the_same_moment_drain_exactly_the_cap(node):
     others = [name for name in actions if name not in kept]
     assert all(actions[name] in ("none (breaker open: gpu_count)", "drain withdrawn (breaker open: gpu_count)")
                for name in others), actions
-    # the race happened: more than the cap drained before the counts after the drains withdrew them
+    # every one of the others drained and withdrew its drain after the second count
     withdrawn = [name for name in others if actions[name].startswith("drain withdrawn")]
-    assert withdrawn, actions
+    assert len(withdrawn) == 18, actions
     for name in withdrawn:
         assert "breaker open: drain withdrawn for gpu_count: it was drain " in outs[name][1], outs[name]
         assert ctld.nodes()[name] == {"state": "IDLE", "reason": None, "time": None}
