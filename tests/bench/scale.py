@@ -27,6 +27,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -47,6 +48,15 @@ TIMED_TASK = re.compile(r"^(.*?)\s*-+ (\d+(?:\.\d+)?)s$")
 # Every measured run's whole output (profile_tasks' table at its end), for reading a figure with its profile.
 LOGS = os.path.join(bench.WORK, "scale-logs")
 FABRIC_TASK = re.compile(r"(^|\|\s*|: )(Fabric|NCCL)\b|ib_write_bw", re.I)
+# The fabric stage proper: the tasks of phases fabric and fabric_ib, named "Fabric ... |" and "NCCL |" (ib_write_bw
+# in rounds, ibdiagnet, NCCL across the nodes and the search behind a miss). FABRIC_TASK also keeps, for the record,
+# the per-node NCCL probe of phase measure ("NCCL all_reduce_perf across the node's GPUs"), which runs in every
+# node's own play: issue 19 puts per-node probes there, outside the fabric stage.
+FABRIC_STAGE_TASK = re.compile(r"(^|: )(Fabric( IB)?|NCCL) \|")
+# profile_tasks' line under each task's banner: the wall-clock time the task started, then the time since the
+# previous task and since the playbook started.
+TASK_STAMP = re.compile(r"^\w+ (\d{1,2} \w+ \d{4})\s+(\d\d:\d\d:\d\d) ([+-]\d{4}) \(([\d:.]+)\)\s+([\d:.]+) \*")
+TASK_HEADER = re.compile(r"^(?:TASK|RUNNING HANDLER) \[(.*)\] \*+$|^PLAY RECAP \*+$")
 
 
 def log(msg):
@@ -131,7 +141,150 @@ def fabric_tasks(out):
 
 
 def fabric_seconds(out):
-    return round(sum(t["seconds"] for t in fabric_tasks(out)), 1)
+    return stage_seconds(fabric_tasks(out))
+
+
+def stage_seconds(tasks):
+    """The fabric stage's seconds from [{task, seconds}]: the tasks of FABRIC_STAGE_TASK only."""
+    return round(sum(t["seconds"] for t in tasks if FABRIC_STAGE_TASK.search(t["task"])), 1)
+
+
+def _clock(text):
+    """h:mm:ss.fff as seconds."""
+    hours, minutes, secs = text.split(":")
+    return int(hours) * 3600 + int(minutes) * 60 + float(secs)
+
+
+def task_windows(out):
+    """[(task name, start, end)], start and end in Unix seconds, from profile_tasks' banners: a task runs from its
+    own stamp to the next one (the next task's or the recap's). The start of the playbook is the latest of
+    (wall-clock stamp - time since the start) over the stamps, since the wall clock is printed to the second and the
+    time since the start to the millisecond; every start is that plus its time since the start."""
+    stamps, name = [], None
+    for line in out.splitlines():
+        header = TASK_HEADER.match(line.strip())
+        if header:
+            name = header.group(1) or "PLAY RECAP"
+            continue
+        m = TASK_STAMP.match(line.strip())
+        if m and name is not None:
+            wall = datetime.datetime.strptime("%s %s %s" % (m.group(1), m.group(2), m.group(3)),
+                                              "%d %B %Y %H:%M:%S %z").timestamp()
+            stamps.append((name, wall, _clock(m.group(5))))
+            name = None
+    if not stamps:
+        return []
+    began = max(wall - since for dummy, wall, since in stamps)
+    return [(name, began + since, began + stamps[i + 1][2]) for i, (name, dummy, since) in enumerate(stamps[:-1])]
+
+
+def cgroup_cpu_files(hosts):
+    """{host: its container's CPU accounting file on this machine}: cgroup v1 cpuacct.usage (nanoseconds, as on this
+    lab's machines) or v2 cpu.stat (usage_usec). Hosts whose file cannot be read are left out."""
+    rc, out = bench.podman("inspect", "--format", "{{.Name}} {{.State.CgroupPath}}", *hosts)
+    files = {}
+    for line in out.splitlines() if rc == 0 else []:
+        fields = line.split()
+        if len(fields) != 2:
+            continue
+        for path in ("/sys/fs/cgroup/cpuacct%s/cpuacct.usage" % fields[1], "/sys/fs/cgroup%s/cpu.stat" % fields[1]):
+            if os.access(path, os.R_OK):
+                files[fields[0]] = path
+                break
+    return files
+
+
+def read_cgroup_cpu(path):
+    """CPU seconds from a file of cgroup_cpu_files, None when it cannot be read."""
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    if path.endswith("cpuacct.usage"):
+        return int(text.strip()) / 1e9
+    m = re.search(r"^usage_usec (\d+)", text, re.M)
+    return int(m.group(1)) / 1e6 if m else None
+
+
+def machine_busy_cpu():
+    """CPU seconds this machine has been busy (/proc/stat: every field but idle and iowait)."""
+    with open("/proc/stat") as handle:
+        fields = [int(x) for x in handle.readline().split()[1:8]]
+    return (sum(fields) - fields[3] - fields[4]) / float(os.sysconf("SC_CLK_TCK"))
+
+
+class CpuSampler(object):
+    """Every half second, in a thread while in a `with` block: the CPU each lab container has used (its cgroup, read
+    on this machine) and this machine's busy CPU. used(start, end) splits the CPU of a window of a run into the GPU
+    nodes', the Slurm controller's (head01: slurmctld, srun), the storage host's and this machine's outside the
+    containers (ansible-playbook and its workers, podman exec): on a real cluster each GPU node's share runs on its
+    own machine, the rest on the controllers."""
+
+    PERIOD = 0.5
+
+    def __init__(self, hosts):
+        self.files = cgroup_cpu_files(hosts)
+        self.samples = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.loop, daemon=True)
+
+    def read(self):
+        used = dict((host, read_cgroup_cpu(path)) for host, path in self.files.items())
+        return time.time(), dict((h, v) for h, v in used.items() if v is not None), machine_busy_cpu()
+
+    def loop(self):
+        while not self.stop.is_set():
+            self.samples.append(self.read())
+            self.stop.wait(self.PERIOD)
+        self.samples.append(self.read())
+
+    def __enter__(self):
+        if self.files:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join(10)
+
+    def _at(self, when, value):
+        """value(sample) at the time when, linear between the samples around it (the first or last one outside)."""
+        rows = [(t, v) for t, v in ((s[0], value(s)) for s in self.samples) if v is not None]
+        if not rows:
+            return None
+        if when <= rows[0][0]:
+            return rows[0][1]
+        for (t0, v0), (t1, v1) in zip(rows, rows[1:]):
+            if t0 <= when <= t1:
+                return v0 + (v1 - v0) * ((when - t0) / (t1 - t0) if t1 > t0 else 1.0)
+        return rows[-1][1]
+
+    def whole(self):
+        """used() over the whole time the sampler ran."""
+        return self.used([(self.samples[0][0], self.samples[-1][0])]) if len(self.samples) >= 2 else None
+
+    def used(self, windows):
+        """{gpu_nodes, slurm_controller, storage, controller_machine}: CPU seconds used within the windows
+        [(start, end)], or None without samples."""
+        if len(self.samples) < 2:
+            return None
+        totals = {"gpu_nodes": 0.0, "slurm_controller": 0.0, "storage": 0.0, "controller_machine": 0.0}
+        for start, end in windows:
+            inside = 0.0
+            for host in self.files:
+                a, b = self._at(start, lambda s: s[1].get(host)), self._at(end, lambda s: s[1].get(host))
+                if a is None or b is None:
+                    continue
+                part = max(b - a, 0.0)
+                inside += part
+                group = "gpu_nodes" if host.startswith("gpu") else "slurm_controller" if host.startswith("head") \
+                    else "storage"
+                totals[group] += part
+            busy = self._at(end, lambda s: s[2]) - self._at(start, lambda s: s[2])
+            totals["controller_machine"] += max(busy - inside, 0.0)
+        return dict((k, round(v, 1)) for k, v in totals.items())
 
 
 class DrainWindows(bench.SinfoPoller):
@@ -236,6 +389,10 @@ def size_run(size, executor, power_w, skip_warm=False):
     return measure_validate_and_roll(size, inv, executor, play_env, power_w, result)
 
 
+def lab_hosts(size):
+    return ["head01", "stor01"] + gpu_names(size)
+
+
 def join_and_warm(size, inv, executor, play_env, result):
     log("%d GPU nodes: join (site.yml brings the new clones in)" % size)
     rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), profiled(play_env), "%02d-join" % size)
@@ -243,18 +400,24 @@ def join_and_warm(size, inv, executor, play_env, result):
     result.update(join_seconds=round(secs, 1), join_changed=changed(out))
 
     log("%d GPU nodes: warm site.yml" % size)
-    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), profiled(play_env), "%02d-warm" % size)
+    with CpuSampler(lab_hosts(size)) as sampler:
+        rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "site.yml"), profiled(play_env), "%02d-warm" % size)
     must(rc, out, "site.yml (warm, %d)" % size)
-    result.update(warm_seconds=round(secs, 1), warm_changed=changed(out), warm_controller_cpu_seconds=round(cpu, 1))
+    result.update(warm_seconds=round(secs, 1), warm_changed=changed(out), warm_controller_cpu_seconds=round(cpu, 1),
+                  warm_cpu_split_seconds=sampler.whole())
     log("%d GPU nodes: warm %.0f s, changed=%d, controller CPU %.0f s" % (size, secs, result["warm_changed"], cpu))
 
 
 def measure_validate_and_roll(size, inv, executor, play_env, power_w, result):
     log("%d GPU nodes: validate.yml" % size)
-    rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "playbooks/validate.yml"), profiled(play_env),
-                               "%02d-validate" % size)
+    with CpuSampler(lab_hosts(size)) as sampler:
+        rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "playbooks/validate.yml"), profiled(play_env),
+                                   "%02d-validate" % size)
+    stage = [(start, end) for name, start, end in task_windows(out) if FABRIC_STAGE_TASK.search(name)]
     result.update(validate_seconds=round(secs, 1), validate_rc=rc, validate_controller_cpu_seconds=round(cpu, 1),
-                  validate_fabric_seconds=fabric_seconds(out), validate_fabric_tasks=fabric_tasks(out))
+                  validate_fabric_seconds=fabric_seconds(out), validate_fabric_tasks=fabric_tasks(out),
+                  validate_cpu_split_seconds=sampler.whole(),
+                  validate_fabric_cpu_split_seconds=sampler.used(stage) if stage else None)
     if rc != 0:
         result["validate_failures"] = [line.strip() for line in out.splitlines() if "FAIL" in line][:20]
     log("%d GPU nodes: validate %.0f s (rc %d), fabric stage %.1f s" % (size, secs, rc, result["validate_fabric_seconds"]))
@@ -263,13 +426,13 @@ def measure_validate_and_roll(size, inv, executor, play_env, power_w, result):
     change = bench.change_inventory("scale-change-%d" % size, power_w)
     extra = {"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2,
              "rolling_serial": [1, "25%"]}
-    with DrainWindows() as windows:
+    with DrainWindows() as windows, CpuSampler(lab_hosts(size)) as sampler:
         rc, out, secs, cpu = timed(playbook_cmd(inv, executor, "-i", change, "playbooks/rolling_reconfigure.yml",
                                                 "-e", json.dumps(extra)), profiled(play_env), "%02d-rolling" % size)
     must(rc, out, "rolling_reconfigure.yml (%d)" % size)
     batches = windows.batches()
     result.update(rolling_seconds=round(secs, 1), rolling_controller_cpu_seconds=round(cpu, 1), rolling_batches=batches,
-                  rolling_nodes_seen=len(windows.resumed))
+                  rolling_nodes_seen=len(windows.resumed), rolling_cpu_split_seconds=sampler.whole())
     if batches:
         result["rolling_canary_seconds"] = batches[0]["seconds"]
         rest = batches[1:]
@@ -305,11 +468,23 @@ def outside_drains(result):
     return round(result["rolling_seconds"] - sum(b["seconds"] for b in batches), 1)
 
 
+def controller_cpu(split):
+    """The controllers' share of a CPU split: the Slurm controller's container and this machine outside the
+    containers (Ansible)."""
+    return split["slurm_controller"] + split["controller_machine"]
+
+
 def analyse(results):
     """Per step: seconds and controller CPU per added GPU node, the fixed part, growth between the sizes, and the
     projection to PROJECT_TO; then the targets."""
     for r in results:
         r["rolling_outside_drain_seconds"] = outside_drains(r)
+        if r.get("validate_fabric_tasks"):
+            # From the recorded task times: the stage proper, and the per-node NCCL probe beside it (scale.json of a
+            # run before FABRIC_STAGE_TASK counted the probe in the stage).
+            r["validate_fabric_seconds"] = stage_seconds(r["validate_fabric_tasks"])
+            r["validate_node_nccl_seconds"] = round(sum(t["seconds"] for t in r["validate_fabric_tasks"]
+                                                        if not FABRIC_STAGE_TASK.search(t["task"])), 1)
     steps = {}
     for label, key, cpu_key in STEPS:
         per_node, fixed = slope(results, key)
@@ -338,6 +513,11 @@ def analyse(results):
     if 8 in by_size and largest > 8 and by_size[8].get("validate_fabric_seconds"):
         judged["validation fabric stage at %d nodes within %.0fx its time at 8" % (largest, FABRIC_GROWTH_LIMIT)] = \
             by_size[largest]["validate_fabric_seconds"] <= FABRIC_GROWTH_LIMIT * by_size[8]["validate_fabric_seconds"]
+    split = by_size[largest].get("validate_fabric_cpu_split_seconds")
+    if 8 in by_size and largest > 8 and split and by_size[8].get("validate_fabric_cpu_split_seconds"):
+        judged["validation fabric stage's controller CPU at %d nodes within %.0fx its CPU at 8 (Slurm controller and "
+               "the Ansible machine; the GPU nodes' own CPU left out)" % (largest, FABRIC_GROWTH_LIMIT)] = \
+            controller_cpu(split) <= FABRIC_GROWTH_LIMIT * controller_cpu(by_size[8]["validate_fabric_cpu_split_seconds"])
     for r in results:
         if r["gpu_nodes"] >= 16:
             if r.get("warm_changed") is not None:
@@ -403,13 +583,14 @@ def markdown(doc):
     lines = [head,
              "",
              "| GPU nodes | warm site.yml | changed | controller CPU | validate.yml | rc | controller CPU | fabric stage "
-             "| rolling change | controller CPU | canary | longest batch | batches | outside drains |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| per-node NCCL probe | rolling change | controller CPU | canary | longest batch | batches | outside drains |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append("| %d | %s | %s | %s | %.0f s | %d | %.0f s | %.1f s | %.0f s | %.0f s | %s | %s | %s | %s |" % (
+        lines.append("| %d | %s | %s | %s | %.0f s | %d | %.0f s | %.1f s | %s | %.0f s | %.0f s | %s | %s | %s | %s |" % (
             r["gpu_nodes"], _secs(r.get("warm_seconds")), _or_dash(r.get("warm_changed")),
             _secs(r.get("warm_controller_cpu_seconds")),
             r["validate_seconds"], r["validate_rc"], r["validate_controller_cpu_seconds"], r["validate_fabric_seconds"],
+            ("%.1f s" % r["validate_node_nccl_seconds"]) if r.get("validate_node_nccl_seconds") is not None else "-",
             r["rolling_seconds"], r["rolling_controller_cpu_seconds"],
             ("%.0f s" % r["rolling_canary_seconds"]) if "rolling_canary_seconds" in r else "-",
             ("%.0f s" % r["rolling_batch_seconds_max"]) if "rolling_batch_seconds_max" in r else "-",
@@ -427,6 +608,19 @@ def markdown(doc):
             ", ".join(str(x) for x in e.get("seconds_per_added_node_by_interval", [])) or "-",
             _or_dash(e.get("controller_cpu_seconds_per_added_node")),
             " | ".join(("%d s" % proj[str(n)]) if str(n) in proj else "-" for n in PROJECT_TO)))
+    split_rows = [(r["gpu_nodes"], label, r.get(key + "_seconds"), r.get(key + "_cpu_split_seconds"))
+                  for r in results for label, key in (("warm site.yml", "warm"), ("validate.yml", "validate"),
+                                                      ("fabric stage", "validate_fabric"), ("rolling change", "rolling"))
+                  if r.get(key + "_cpu_split_seconds")]
+    if split_rows:
+        lines += ["", "Where the CPU went (cgroups of the containers, and this machine's busy time outside them): on a "
+                  "real cluster the GPU nodes' share runs on the nodes themselves, in parallel.", "",
+                  "| GPU nodes | step | wall | GPU nodes' CPU | Slurm controller CPU | storage CPU | Ansible machine CPU |",
+                  "|---|---|---|---|---|---|---|"]
+        for nodes, label, wall, split in split_rows:
+            lines.append("| %d | %s | %s | %.0f s | %.1f s | %.1f s | %.1f s |" % (
+                nodes, label, _secs(wall), split["gpu_nodes"], split["slurm_controller"], split["storage"],
+                split["controller_machine"]))
     lines.append("")
     for name, met in sorted(doc.get("targets", {}).items()):
         lines.append("- target: %s: %s" % (name, "met" if met else "NOT met"))

@@ -32,16 +32,89 @@ def test_batches_are_the_nodes_drained_before_any_of_them_resumed():
 def test_the_fabric_stage_is_the_sum_of_the_fabric_and_nccl_tasks():
     out = "\n".join([
         "clusterforge.gpu.validate : Measure | GPUs ------------------------------------ 3.10s",
+        "clusterforge.gpu.validate : NCCL all_reduce_perf across the node's GPUs (Ring; idle nodes) --- 5.00s",
         "clusterforge.gpu.validate : Fabric | ibdiagnet from the first GPU node ------- 2.00s",
-        "clusterforge.gpu.validate : Fabric | ib_write_bw round 1 ------------------- 4.25s",
+        "clusterforge.gpu.validate : Fabric IB | ib_write_bw round 1 ------------------- 4.25s",
         "clusterforge.gpu.validate : NCCL | all_reduce_perf across every idle GPU node - 6.00s",
         "clusterforge.gpu.validate : Report | write validation.json ------------------- 1.00s",
     ])
+    # the per-node probe of phase measure runs in every node's own play: recorded, not part of the stage
     assert scale.fabric_seconds(out) == 12.2
-    # scale.json keeps what the figure is made of (a per-node probe beside the cluster-wide tests, say)
-    assert [t["seconds"] for t in scale.fabric_tasks(out)] == [2.0, 4.25, 6.0]
-    assert scale.fabric_tasks(out)[2]["task"] == ("clusterforge.gpu.validate : NCCL | all_reduce_perf across every "
+    assert [t["seconds"] for t in scale.fabric_tasks(out)] == [5.0, 2.0, 4.25, 6.0]
+    assert scale.fabric_tasks(out)[3]["task"] == ("clusterforge.gpu.validate : NCCL | all_reduce_perf across every "
                                                   "idle GPU node")
+    # a scale.json that counted the probe in the stage is read again from its task times
+    r = dict(row(8, 80, 60, 17.2, 200), validate_fabric_tasks=scale.fabric_tasks(out))
+    scale.analyse([r])
+    assert (r["validate_fabric_seconds"], r["validate_node_nccl_seconds"]) == (12.2, 5.0)
+
+
+PROFILED = """
+PLAY [Validate - fabric] ****
+TASK [clusterforge.gpu.validate : Measure | GPUs] ***
+Saturday 28 November 2026  00:34:46 +0000 (0:00:00.112)       0:00:45.400 *****
+ok: [gpu01]
+
+TASK [clusterforge.gpu.validate : Fabric IB | ib_write_bw round by round] ***
+Saturday 28 November 2026  00:34:49 +0000 (0:00:03.000)       0:00:48.900 *****
+ok: [head01]
+
+RUNNING HANDLER [clusterforge.gpu.validate : Restart x] ***
+Saturday 28 November 2026  00:34:53 +0000 (0:00:04.100)       0:00:53.000 *****
+
+PLAY RECAP *********************************************************************
+Saturday 28 November 2026  00:34:55 +0000 (0:00:02.000)       0:00:55.000 *****
+"""
+
+
+def test_each_task_runs_from_its_stamp_to_the_next_one():
+    windows = scale.task_windows(PROFILED)
+    assert [w[0] for w in windows] == ["clusterforge.gpu.validate : Measure | GPUs",
+                                       "clusterforge.gpu.validate : Fabric IB | ib_write_bw round by round",
+                                       "clusterforge.gpu.validate : Restart x"]
+    # the start of the playbook: the latest of wall clock - time since the start, here 00:34:46 - 45.4 s (the wall
+    # clock is cut to the second: 00:34:49 - 48.9 s is 0.5 s earlier, and as true)
+    began = scale.datetime.datetime(2026, 11, 28, 0, 34, 46, tzinfo=scale.datetime.timezone.utc).timestamp() - 45.4
+    assert [(round(a - began, 3), round(b - began, 3)) for dummy, a, b in windows] == [
+        (45.4, 48.9), (48.9, 53.0), (53.0, 55.0)]
+    assert scale.task_windows("no profile here") == []
+
+
+def sampler_with(samples, hosts):
+    s = scale.CpuSampler.__new__(scale.CpuSampler)
+    s.files = dict((h, "/nonexistent/%s" % h) for h in hosts)
+    s.samples = samples
+    return s
+
+
+def test_the_cpu_of_a_window_is_split_between_the_nodes_and_the_controllers():
+    hosts = ["head01", "stor01", "gpu01", "gpu02"]
+    s = sampler_with([(100.0, {"head01": 1.0, "stor01": 0.0, "gpu01": 0.0, "gpu02": 0.0}, 10.0),
+                      (102.0, {"head01": 2.0, "stor01": 0.5, "gpu01": 1.0, "gpu02": 3.0}, 17.5),
+                      (104.0, {"head01": 2.0, "stor01": 0.5, "gpu01": 2.0, "gpu02": 3.0}, 19.5)], hosts)
+    # 100..102: head01 1, stor01 0.5, GPU nodes 4, machine busy 7.5 of which 5.5 in the containers
+    assert s.used([(100.0, 102.0)]) == {"gpu_nodes": 4.0, "slurm_controller": 1.0, "storage": 0.5,
+                                        "controller_machine": 2.0}
+    # halfway between samples the use is taken as even; two windows add up
+    assert s.used([(101.0, 102.0), (102.0, 103.0)])["gpu_nodes"] == 2.5
+    assert s.whole()["gpu_nodes"] == 5.0
+    assert sampler_with([], hosts).used([(1.0, 2.0)]) is None
+
+
+def test_the_fabric_stage_controller_cpu_is_judged_beside_its_wall_time():
+    small = dict(row(8, 80, 60, 10, 200), validate_fabric_cpu_split_seconds={
+        "gpu_nodes": 8.0, "slurm_controller": 1.0, "storage": 0.0, "controller_machine": 3.0})
+    large = dict(row(64, 640, 340, 60, 620), validate_fabric_cpu_split_seconds={
+        "gpu_nodes": 64.0, "slurm_controller": 2.0, "storage": 0.0, "controller_machine": 5.0})
+    steps, judged = scale.analyse([small, large])
+    assert judged["validation fabric stage at 64 nodes within 2x its time at 8"] is False
+    name = [k for k in judged if k.startswith("validation fabric stage's controller CPU at 64")]
+    assert len(name) == 1 and judged[name[0]] is True  # 7 s against 2 x 4 s; the nodes' 64 s left out
+    large["validate_fabric_cpu_split_seconds"]["controller_machine"] = 7.0
+    assert scale.analyse([small, large])[1][name[0]] is False
+    page = scale.markdown(dict(date="d", executor="mitogen", forks=10, machine="m", cpus=2, results=[small, large],
+                               steps=steps, targets=judged))
+    assert "| 64 | fabric stage | 60 s | 64 s | 2.0 s | 0.0 s | 7.0 s |" in page
 
 
 def test_linear_growth_passes_and_faster_growth_is_reported():
