@@ -586,12 +586,13 @@ def markdown(doc):
              "| per-node NCCL probe | rolling change | controller CPU | canary | longest batch | batches | outside drains |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
-        lines.append("| %d | %s | %s | %s | %.0f s | %d | %.0f s | %.1f s | %s | %.0f s | %.0f s | %s | %s | %s | %s |" % (
+        lines.append("| %d | %s | %s | %s | %.0f s | %d | %s | %.1f s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["gpu_nodes"], _secs(r.get("warm_seconds")), _or_dash(r.get("warm_changed")),
             _secs(r.get("warm_controller_cpu_seconds")),
-            r["validate_seconds"], r["validate_rc"], r["validate_controller_cpu_seconds"], r["validate_fabric_seconds"],
+            r["validate_seconds"], r["validate_rc"], _secs(r.get("validate_controller_cpu_seconds")),
+            r["validate_fabric_seconds"],
             ("%.1f s" % r["validate_node_nccl_seconds"]) if r.get("validate_node_nccl_seconds") is not None else "-",
-            r["rolling_seconds"], r["rolling_controller_cpu_seconds"],
+            _secs(r.get("rolling_seconds")), _secs(r.get("rolling_controller_cpu_seconds")),
             ("%.0f s" % r["rolling_canary_seconds"]) if "rolling_canary_seconds" in r else "-",
             ("%.0f s" % r["rolling_batch_seconds_max"]) if "rolling_batch_seconds_max" in r else "-",
             len(r.get("rolling_batches", [])),

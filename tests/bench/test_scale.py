@@ -149,6 +149,14 @@ def test_the_page_and_chart_show_every_size():
     assert "projected at 512" in page and "- target: warm site.yml at 16 nodes changed=0: met" in page
     chart = scale.svg(results)
     assert chart.startswith("<svg") and chart.count("<polyline") == len(scale.STEPS)
+    # a size whose rolling change did not run (stopped) shows dashes, not a made-up figure
+    partial = dict(row(32, 320, 180, 12, 0), rolling_seconds=None, rolling_controller_cpu_seconds=None,
+                   validate_controller_cpu_seconds=None)
+    for key in ("rolling_canary_seconds", "rolling_batch_seconds_max", "rolling_bound_seconds", "rolling_batches"):
+        partial.pop(key)
+    doc["results"] = results + [partial]
+    doc["steps"], doc["targets"] = scale.analyse(doc["results"])
+    assert "| 32 | 320 s | 0 | 480 s | 180 s | 0 | - | 12.0 s | - | - | - | - | - | 0 | - |" in scale.markdown(doc)
 
 
 def test_the_sinfo_samples_give_the_drain_windows_and_the_least_schedulable_share():
