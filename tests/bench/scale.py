@@ -10,12 +10,15 @@ adds clones to the lab of the size before. At each size:
     node list, their own configuration); recorded, not judged;
   * warm site.yml: every role on every node, changed=0 required; wall time and the controller's CPU (ansible-playbook
     and its workers);
-  * validate.yml: wall time, controller CPU, and the fabric stage (the tasks named "Fabric ..." and "NCCL ...",
-    timed by ansible.posix.profile_tasks);
+  * validate.yml: wall time, controller CPU, and the fabric stage (the tasks of phases fabric and fabric_ib, named
+    "Fabric ... |" and "NCCL | ...", timed by ansible.posix.profile_tasks; the per-node NCCL probe of phase measure
+    apart);
   * a rolling change of every node (a new GPU power limit, playbooks/rolling_reconfigure.yml at rolling_serial
     [1, "25%"]): wall time, controller CPU, and from sinfo polled every second the canary's and each batch's time
     (first drain to last resume of the nodes of the batch).
 Every run is timed by ansible.posix.profile_tasks, and its whole output kept in .cache/bench/scale-logs/ (SIZE-STEP.log).
+Every measured run's CPU, and the fabric stage's, is split between the GPU nodes, head01, stor01 and this machine
+outside the containers (CpuSampler: the containers' cgroups and /proc/stat, every half second).
 Then the seconds per added GPU node of each step (least squares), the targets of issue 19, and a projection to
 128, 256 and 512 GPU nodes. Writes bench/scale.json, bench/scale.svg and the "scale" section of docs/performance.md.
 The lab of inventories/lab is replaced, and the scale lab removed at the end: `make lab` brings it back.
