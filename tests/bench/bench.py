@@ -203,26 +203,22 @@ def children_cpu():
     return usage.ru_utime + usage.ru_stime
 
 
-class SinfoPoller(object):
-    """Polls `sinfo` for the GPU nodes' states on the controller every second, in a thread, while in a `with` block;
-    each answer goes to sample(rows, seconds since the start), rows being [(node, state)]."""
+class Poller(object):
+    """Calls poll() every PERIOD seconds in a thread while in a `with` block, and once more as the block ends."""
+
+    PERIOD = 1.0
 
     def __init__(self):
-        self.start = time.monotonic()
-        self.samples = 0
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.loop, daemon=True)
 
     def loop(self):
         while not self.stop.is_set():
-            rc, out = podman("exec", "head01", "sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %t")
-            rows = [tuple(line.split()) for line in out.splitlines() if len(line.split()) == 2]
-            if rc == 0 and rows:
-                self.sample(rows, time.monotonic() - self.start)
-                self.samples += 1
-            self.stop.wait(1)
+            self.poll()
+            self.stop.wait(self.PERIOD)
+        self.poll()
 
-    def sample(self, rows, now):
+    def poll(self):
         raise NotImplementedError
 
     def __enter__(self):
@@ -231,7 +227,28 @@ class SinfoPoller(object):
 
     def __exit__(self, *exc):
         self.stop.set()
-        self.thread.join(10)
+        if self.thread.is_alive():
+            self.thread.join(10)
+
+
+class SinfoPoller(Poller):
+    """Polls `sinfo` for the GPU nodes' states on the controller every second, in a thread, while in a `with` block;
+    each answer goes to sample(rows, seconds since the start), rows being [(node, state)]."""
+
+    def __init__(self):
+        super().__init__()
+        self.start = time.monotonic()
+        self.samples = 0
+
+    def poll(self):
+        rc, out = podman("exec", "head01", "sinfo", "-h", "-N", "-p", "gpu", "-o", "%N %t")
+        rows = [tuple(line.split()) for line in out.splitlines() if len(line.split()) == 2]
+        if rc == 0 and rows:
+            self.sample(rows, time.monotonic() - self.start)
+            self.samples += 1
+
+    def sample(self, rows, now):
+        raise NotImplementedError
 
 
 class Schedulable(SinfoPoller):

@@ -30,7 +30,6 @@ import json
 import os
 import re
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -217,7 +216,7 @@ def machine_busy_cpu():
     return (sum(fields) - fields[3] - fields[4]) / float(os.sysconf("SC_CLK_TCK"))
 
 
-class CpuSampler(object):
+class CpuSampler(bench.Poller):
     """Every half second, in a thread while in a `with` block: the CPU each lab container has used (its cgroup, read
     on this machine) and this machine's busy CPU. used(start, end) splits the CPU of a window of a run into the GPU
     nodes', the Slurm controller's (head01: slurmctld, srun), the storage host's and this machine's outside the
@@ -227,30 +226,16 @@ class CpuSampler(object):
     PERIOD = 0.5
 
     def __init__(self, hosts):
+        super().__init__()
         self.files = cgroup_cpu_files(hosts)
         self.samples = []
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self.loop, daemon=True)
 
-    def read(self):
+    def poll(self):
         used = dict((host, read_cgroup_cpu(path)) for host, path in self.files.items())
-        return time.time(), dict((h, v) for h, v in used.items() if v is not None), machine_busy_cpu()
-
-    def loop(self):
-        while not self.stop.is_set():
-            self.samples.append(self.read())
-            self.stop.wait(self.PERIOD)
-        self.samples.append(self.read())
+        self.samples.append((time.time(), dict((h, v) for h, v in used.items() if v is not None), machine_busy_cpu()))
 
     def __enter__(self):
-        if self.files:
-            self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        if self.thread.is_alive():
-            self.thread.join(10)
+        return super().__enter__() if self.files else self
 
     def _at(self, when, value):
         """value(sample) at the time when, linear between the samples around it (the first or last one outside)."""

@@ -198,3 +198,26 @@ def test_every_measured_run_is_profiled_and_its_output_kept(tmp_path, monkeypatc
     assert (rc, secs, cpu) == (0, 2.5, 3.5)
     assert seen["env"]["A"] == "1" and seen["env"]["ANSIBLE_CALLBACKS_ENABLED"] == "ansible.posix.profile_tasks"
     assert (tmp_path / "logs" / "08-warm.log").read_text() == out
+
+
+def test_the_sampler_reads_both_cgroup_versions_in_its_thread(tmp_path, monkeypatch):
+    v1, v2 = tmp_path / "cpuacct.usage", tmp_path / "cpu.stat"
+    v1.write_text("2500000000\n")
+    v2.write_text("usage_usec 4000000\nuser_usec 3000000\n")
+    monkeypatch.setattr(scale, "cgroup_cpu_files", lambda hosts: {"gpu01": str(v1), "head01": str(v2)})
+    monkeypatch.setattr(scale.CpuSampler, "PERIOD", 0.05)
+    with scale.CpuSampler(["gpu01", "head01"]) as sampler:
+        scale.time.sleep(0.2)
+        v1.write_text("3500000000\n")
+        v2.write_text("usage_usec 4500000\n")
+        scale.time.sleep(0.2)
+    assert not sampler.thread.is_alive() and len(sampler.samples) >= 4
+    assert sampler.samples[0][1] == {"gpu01": 2.5, "head01": 4.0}
+    assert sampler.samples[-1][1] == {"gpu01": 3.5, "head01": 4.5}  # read once more as the block ends
+    split = sampler.whole()
+    assert (split["gpu_nodes"], split["slurm_controller"]) == (1.0, 0.5)
+    # no readable cgroup: no thread, no figures
+    monkeypatch.setattr(scale, "cgroup_cpu_files", lambda hosts: {})
+    with scale.CpuSampler(["gpu01"]) as empty:
+        pass
+    assert not empty.thread.is_alive() and empty.whole() is None
