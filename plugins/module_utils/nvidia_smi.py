@@ -269,6 +269,32 @@ def parse_xml(text):
     return result
 
 
+def parse_supported_clocks(text):
+    """The ``<supported_clocks>`` of ``nvidia-smi -q -x``: ``{uuid: {memory MHz: [graphics MHz, ...]}}``.
+
+    A GPU whose section is missing or says N/A maps to ``None`` (the driver does not list its pairs). ``-q -x``
+    cannot be narrowed with ``-d SUPPORTED_CLOCKS`` (the driver refuses -d with -x), so this reads the full document.
+    """
+    result = {}
+    if not text or not text.strip():
+        return result
+    root, _truncated = _xml_root(text)
+    if root is None:
+        return result
+    for position, gpu in enumerate(root.findall("gpu")):
+        key = _text(gpu, "uuid") or str(position)
+        section = gpu.find("supported_clocks")
+        pairs = {}
+        for mem in section.findall("supported_mem_clock") if section is not None else []:
+            mem_mhz = _num(mem, "value")
+            if not isinstance(mem_mhz, int):
+                continue
+            pairs[mem_mhz] = [g for g in (to_number(node.text) for node in mem.findall("supported_graphics_clock"))
+                              if isinstance(g, int)]
+        result[key] = pairs or None
+    return result
+
+
 # ----------------------------------------------------------------------------------------- --query-gpu
 
 _HEADER_CELL_RE = re.compile(r"^[a-z][a-z0-9_.]*(?: \[[^\]]+\])?$")
@@ -329,6 +355,14 @@ _MULTIWORD_LABELS = (("GPU NUMA ID", "GPU_NUMA_ID"), ("CPU Affinity", "CPU_Affin
                      ("NUMA Affinity", "NUMA_Affinity"))
 _NIC_LEGEND_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _GPU_LABEL_RE = re.compile(r"^GPU\d+$")
+# Terminal escapes (CSI sequences): the driver underlines the header of ``topo -m`` with ESC[4m ... ESC[0m even when
+# stdout is not a terminal (recorded on driver 580.159.04; tests/unit/.../fixtures/nvidia_smi/device-h200-580).
+_ANSI_CSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def strip_terminal_escapes(text):
+    """``text`` without terminal escape sequences (CSI: ESC [ ... final byte)."""
+    return _ANSI_CSI_RE.sub("", text or "")
 
 
 def _affinity_value(value, numeric=False):
@@ -345,10 +379,12 @@ def parse_topo_matrix(text):
     Returns ``{gpus, nics, links, nic_names, cpu_affinity, numa_affinity, gpu_numa_id}``: ``links[a][b]`` is
     the connection type ("X", "NV18", "PIX", "SYS"...); ``nic_names`` maps a NIC column label to the device
     name (``NIC0`` -> ``mlx5_0`` from the "NIC Legend"; old output labels columns ``mlx5_0`` directly).
-    Tabs and runs of spaces both separate cells.
+    Tabs and runs of spaces both separate cells. Terminal escapes (the driver's underlined header) are dropped
+    first.
     """
     result = {"gpus": [], "nics": [], "links": {}, "nic_names": {}, "cpu_affinity": {}, "numa_affinity": {},
               "gpu_numa_id": {}}
+    text = strip_terminal_escapes(text)
     if not text:
         return result
     devices = None

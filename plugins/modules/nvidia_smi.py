@@ -103,7 +103,10 @@ options:
   application_clocks:
     description:
       - Set the application clocks with C(nvidia-smi -ac <memory>,<graphics>) (for example V(2619) and V(1980)
-        on H100 SXM). Only pairs listed by C(nvidia-smi -q -d SUPPORTED_CLOCKS) are accepted by the driver.
+        on H100 SXM, V(3201) and V(1980) on H200). Only pairs listed by C(nvidia-smi -q -d SUPPORTED_CLOCKS) are
+        accepted by the driver. When a selected GPU has other application clocks now, the module reads that list
+        (one more C(nvidia-smi -q -x)) and fails before any change when the pair is not on it, naming the memory
+        clocks the GPU has (an H100's memory value, 2619 MHz, is refused on an H200).
       - Locked GPU clocks take precedence over application clocks.
       - To go back to C(clocks.default_applications.*), use O(reset_application_clocks) instead.
     type: dict
@@ -288,6 +291,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import
     parse_locked_clocks_output,
     parse_locked_memory_clocks_output,
     parse_query_csv,
+    parse_supported_clocks,
     to_bool,
 )
 from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
@@ -529,8 +533,46 @@ class NvidiaSmi(object):
                     if isinstance(max_gfx, (int, float)) and request["graphics"] > max_gfx:
                         problems.append("application_clocks graphics %d MHz is above the maximum of %s: "
                                         "clocks.max.graphics=%s MHz" % (request["graphics"], label, _display(max_gfx)))
+        if not problems:
+            problems = self.unsupported_pairs(gpus)
         if problems:
             self.module.fail_json(msg="; ".join(problems), problems=problems)
+
+    def unsupported_pairs(self, gpus):
+        """Application clocks the driver would refuse: a pair missing from a GPU's SUPPORTED_CLOCKS list.
+
+        Read with one more ``nvidia-smi -q -x``, only when application clocks are requested and some selected GPU
+        has other ones now (a converged run reads nothing more). A GPU that lists no pairs is left to the driver.
+        """
+        request = self.want.get("application_clocks")
+        if not isinstance(request, dict):
+            return []
+        pair = (request["memory"], request["graphics"])
+        differ = [row for row in gpus
+                  if (row.get("clocks.applications.memory"), row.get("clocks.applications.graphics")) != pair]
+        if not differ:
+            return []
+        rc, out, err = self.runner.run(["-q", "-x"], check_rc=False)
+        if rc != 0:
+            self.module.warn("nvidia-smi -q -x failed (rc=%s), so the supported clock pairs were not checked: %s"
+                             % (rc, (out or err or "").strip()[:300]))
+            return []
+        supported = parse_supported_clocks(out)
+        problems = []
+        for row in differ:
+            pairs = supported.get(row.get("uuid"))
+            if not pairs:
+                continue
+            graphics = pairs.get(pair[0])
+            if graphics is None:
+                problems.append("application_clocks memory %d MHz is not supported by %s: its memory clocks are %s MHz "
+                                "(nvidia-smi -q -d SUPPORTED_CLOCKS)"
+                                % (pair[0], gpu_label(row), ", ".join(str(m) for m in sorted(pairs, reverse=True))))
+            elif pair[1] not in graphics:
+                problems.append("application_clocks graphics %d MHz is not supported with memory %d MHz by %s: "
+                                "%d graphics clocks from %d to %d MHz are (nvidia-smi -q -d SUPPORTED_CLOCKS)"
+                                % (pair[1], pair[0], gpu_label(row), len(graphics), min(graphics), max(graphics)))
+        return problems
 
     def current(self, row, entry):
         """The managed settings of one GPU as they are now (locked clocks from the state file)."""

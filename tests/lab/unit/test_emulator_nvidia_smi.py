@@ -195,6 +195,19 @@ def test_topo_matrix_hgx_h100(emu):
     assert topo["numa_affinity"] == dict(("GPU%d" % i, 0 if i < 4 else 1) for i in range(8))
 
 
+def test_topo_header_underlined_as_the_recorded_driver(emu):
+    """The header line has the recorded driver's form (r580/topo-m-h200.txt): a tab, ESC[4m, the labels, the
+    three affinity columns, ESC[0m; each GPU row has an empty cell before GPU NUMA ID."""
+    recorded_path = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "unit", "plugins", "module_utils",
+                                 "fixtures", "nvidia_smi", "r580", "topo-m-h200.txt")
+    with open(recorded_path) as f:
+        recorded = f.read().splitlines()
+    emulated = emu.ok("topo", "-m").splitlines()
+    shape = re.compile(r"^\t\x1b\[4mGPU0\t(?:.*\t)?CPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b\[0m$")
+    assert shape.match(recorded[0]) and shape.match(emulated[0])
+    assert recorded[1].endswith("\t\tN/A") and emulated[1].endswith("\t\tN/A")
+
+
 def test_power_limit_set_and_out_of_range(emu):
     out = emu.ok("-i", "3", "-pl", "500")
     assert parse_power_limit_output(out) == [

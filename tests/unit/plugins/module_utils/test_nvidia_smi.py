@@ -373,3 +373,98 @@ def test_to_number(value, expected):
 ])
 def test_to_bool(value, expected):
     assert smi.to_bool(value) is expected
+
+
+# ------------------------------------------- recorded on a lent H200, driver 580.159.04 (fixtures/nvidia_smi/r580)
+
+def test_r580_h200_xml():
+    data = smi.parse_xml(fixture("r580/q-x-h200.xml"))
+    assert (data["driver_version"], data["cuda_version"], data["attached_gpus"]) == ("580.159.04", "13.0", 1)
+    gpu = data["gpus"][0]
+    assert gpu["name"] == "NVIDIA H200" and gpu["architecture"] == "Hopper"
+    assert gpu["pci_bus_id"] == "00000000:00:06.0"
+    assert (gpu["power_limit_w"], gpu["min_power_limit_w"], gpu["max_power_limit_w"]) == (700.0, 200.0, 700.0)
+    assert (gpu["max_sm_clock_mhz"], gpu["max_mem_clock_mhz"]) == (1980, 3201)
+    assert (gpu["applications_graphics_clock_mhz"], gpu["applications_mem_clock_mhz"]) == (1980, 3201)
+    assert gpu["memory_total_mib"] == 143771
+    # Hopper has no page retirement (row remapping instead): N/A, not "no".
+    assert gpu["retired_pages_pending"] is None and gpu["remapped_rows_pending"] is False
+    assert gpu["ecc"]["volatile_uncorrectable"] == 0 and gpu["clock_event_reasons"]["gpu_idle"] is True
+
+
+def test_r580_h200_supported_clocks():
+    pairs = smi.parse_supported_clocks(fixture("r580/q-x-h200.xml"))
+    h200 = pairs["GPU-20925cba-6a8d-6b08-86fc-cd87ffd86d29"]
+    assert sorted(h200) == [2201, 3201]
+    assert max(h200[3201]) == 1980 and 1965 in h200[3201] and 1972 not in h200[3201]
+    # the text form lists the same pairs
+    text = fixture("r580/q-d-supported-clocks-h200.txt")
+    assert text.count("Graphics") == sum(len(v) for v in h200.values())
+
+
+def test_supported_clocks_missing_section_and_garbage():
+    assert smi.parse_supported_clocks("") == {}
+    assert smi.parse_supported_clocks("<nvidia_smi_log><gpu><uuid>GPU-1</uuid></gpu></nvidia_smi_log>") == {"GPU-1": None}
+    assert smi.parse_supported_clocks("<nvidia_smi_log><gpu><uuid>GPU-1</uuid><supported_clocks>N/A"
+                                      "</supported_clocks></gpu></nvidia_smi_log>") == {"GPU-1": None}
+
+
+def test_r580_h200_topo_underlined_header():
+    """The driver underlines the header with terminal escapes even into a file; before they were dropped, the
+    parser found no GPU at all in this recording."""
+    text = fixture("r580/topo-m-h200.txt")
+    assert "\x1b[4m" in text and "\x1b[0m" in text
+    topo = smi.parse_topo_matrix(text)
+    assert topo["gpus"] == ["GPU0"] and topo["nics"] == []
+    assert topo["links"] == {"GPU0": {"GPU0": "X"}}
+    assert topo["cpu_affinity"] == {"GPU0": "0-15"} and topo["numa_affinity"] == {"GPU0": 0}
+    assert topo["gpu_numa_id"] == {"GPU0": None}
+
+
+def test_topo_escapes_on_a_many_gpu_header_parse_as_without():
+    text = fixture("r550/topo-m-hgx-h100-nic-legend.txt")
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("GPU0"))
+    lines[header] = "\t\x1b[4m" + lines[header].lstrip("\t") + "\x1b[0m"
+    assert smi.parse_topo_matrix("\n".join(lines)) == smi.parse_topo_matrix(text)
+
+
+def test_r580_h200_state_query():
+    rows = smi.parse_query_csv(fixture("r580/query-state-noheader-nounits.csv"), smi.STATE_QUERY_FIELDS)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["uuid"] == "GPU-20925cba-6a8d-6b08-86fc-cd87ffd86d29" and row["persistence_mode"] == "Enabled"
+    assert (row["power.limit"], row["power.max_limit"], row["clocks.max.memory"]) == (700.0, 700.0, 3201)
+    with_header = smi.parse_query_csv(fixture("r580/query-state-header.csv"))
+    assert with_header == rows
+
+
+def _healthcheck_fields():
+    import ast
+    path = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, os.pardir, "roles",
+                        "slurm_compute", "templates", "usr", "libexec", "clusterforge", "slurm-healthcheck.j2")
+    with open(path) as f:
+        source = "".join(line for line in f if not line.startswith("{{"))
+    values = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in ("GPU_FIELDS", "EXTRA_FIELDS", "THROTTLE_REASONS", "EVENT_PREFIXES"):
+                values[name] = ast.literal_eval(node.value)
+    fields = values["GPU_FIELDS"] + values["EXTRA_FIELDS"]
+    fields += ["%s.%s" % (prefix, name) for prefix in values["EVENT_PREFIXES"]
+               for name, _label in values["THROTTLE_REASONS"]]
+    return fields
+
+
+def test_every_queried_field_is_known_to_the_r580_driver():
+    """Each --query-gpu field that the modules and the health check ask for is in the recorded driver's own list
+    (`nvidia-smi --help-query-gpu`); a field it does not know fails the whole query."""
+    import re
+    known = set()
+    for line in fixture("r580/help-query-gpu.txt").splitlines():
+        if line.startswith('"'):  # a field and its aliases: "clocks_event_reasons.x" or "clocks_throttle_reasons.x"
+            known.update(re.findall(r'"([^"]+)"', line))
+    assert len(known) > 200 and "clocks_throttle_reasons.hw_slowdown" in known
+    asked = set(smi.STATE_QUERY_FIELDS) | set(_healthcheck_fields()) | {"driver_version", "uuid"}
+    assert sorted(asked - known) == []

@@ -68,6 +68,8 @@ class FakeSmi(object):
             assert "--format=csv,noheader,nounits" in args
             lines = [", ".join(_fmt(g.get(f)) for f in fields) for g in self.gpus]
             return 0, "\n".join(lines) + "\n", ""
+        if args == ["-q", "-x"]:
+            return 0, self.xml(), ""
         assert args[0] == "-i", args
         index = int(args[1])
         flag = args[2]
@@ -110,6 +112,26 @@ class FakeSmi(object):
             return 0, "All done.\n", ""
         raise AssertionError("unexpected nvidia-smi call %r" % (argv,))
 
+    def xml(self):
+        """``-q -x`` with each GPU's UUID and SUPPORTED_CLOCKS (the H100's unless the GPU has a ``supported`` key,
+        {memory MHz: [graphics MHz]}); ``xml_text`` replaces the whole document."""
+        if getattr(self, "xml_text", None):
+            return self.xml_text
+        parts = ["<?xml version=\"1.0\" ?>", "<nvidia_smi_log>"]
+        for gpu in self.gpus:
+            pairs = gpu.get("supported", H100_SUPPORTED)
+            parts.append('<gpu id="%s"><uuid>%s</uuid><supported_clocks>' % (gpu["pci.bus_id"], gpu["uuid"]))
+            for mem, gfx in pairs.items():
+                parts.append("<supported_mem_clock><value>%d MHz</value>%s</supported_mem_clock>"
+                             % (mem, "".join("<supported_graphics_clock>%d MHz</supported_graphics_clock>" % g
+                                             for g in gfx)))
+            parts.append("</supported_clocks></gpu>")
+        parts.append("</nvidia_smi_log>")
+        return "\n".join(parts) + "\n"
+
+
+# The H100 SXM's one memory clock and its graphics clocks, 1980 down to 345 MHz in steps of 15 (as the emulator).
+H100_SUPPORTED = {2619: list(range(1980, 344, -15))}
 
 # --------------------------------------------------------------------------------------------- helpers
 
@@ -714,3 +736,63 @@ def test_the_record_of_a_replaced_gpu_is_dropped_and_an_absent_gpus_kept(state_f
     before = read_state(state_file)
     result, _tool = run(FakeSmi(again), {"power_limit_watts": 500}, state_file, check_mode=True)
     assert result["changed"] is True and read_state(state_file) == before
+
+
+# ------------------------------------------------------------------ supported clock pairs (recorded H200)
+
+R580 = os.path.join(os.path.dirname(__file__), os.pardir, "module_utils", "fixtures", "nvidia_smi", "r580")
+
+
+def recorded_h200():
+    """The lent H200's GPU as its own --query-gpu state line and -q -x (driver 580.159.04) describe it."""
+    with open(os.path.join(R580, "q-x-h200.xml")) as f:
+        xml = f.read()
+    gpu = dict(H100, **{"name": "NVIDIA H200", "index": 0, "uuid": "GPU-20925cba-6a8d-6b08-86fc-cd87ffd86d29",
+                        "pci.bus_id": "00000000:00:06.0", "clocks.max.memory": 3201,
+                        "clocks.applications.memory": 3201, "clocks.default_applications.memory": 3201})
+    fake = FakeSmi([gpu])
+    fake.xml_text = xml
+    return fake
+
+
+def xml_reads(tool):
+    return sum(1 for c in tool.calls if c[1:] == ["-q", "-x"])
+
+
+def test_application_clocks_h100_memory_value_refused_on_h200(state_file):
+    fake = recorded_h200()
+    result, tool = run(fake, {"application_clocks": {"memory": 2619, "graphics": 1980}}, state_file)
+    assert result["failed"] is True
+    assert "memory 2619 MHz is not supported by GPU 0" in result["msg"]
+    assert "its memory clocks are 3201, 2201 MHz" in result["msg"]
+    assert setter_calls(tool) == [] and xml_reads(tool) == 1
+    assert not os.path.exists(state_file)
+
+
+def test_application_clocks_unsupported_graphics_refused_in_check_mode(state_file):
+    fake = recorded_h200()
+    result, tool = run(fake, {"application_clocks": {"memory": 3201, "graphics": 1972}}, state_file, check_mode=True)
+    assert result["failed"] is True
+    assert "graphics 1972 MHz is not supported with memory 3201 MHz" in result["msg"]
+    assert setter_calls(tool) == []
+
+
+def test_application_clocks_supported_pair_on_h200_applies(state_file):
+    fake = recorded_h200()
+    result, tool = run(fake, {"application_clocks": {"memory": 2201, "graphics": 1980}}, state_file)
+    assert result.get("failed") is not True, result
+    assert setter_calls(tool) == [["-i", "0", "-ac", "2201,1980"]]
+
+
+def test_application_clocks_converged_reads_no_supported_list(state_file):
+    fake = recorded_h200()
+    for _run in range(2):  # the first run records the pair in the state file; neither reads the list
+        result, tool = run(fake, {"application_clocks": {"memory": 3201, "graphics": 1980}}, state_file)
+        assert setter_calls(tool) == [] and xml_reads(tool) == 0
+    assert result["changed"] is False
+
+
+def test_application_clocks_unlisted_pairs_left_to_the_driver(state_file, warnings):
+    gpus = h100_gpus(1, supported={})
+    result, tool = run(FakeSmi(gpus), {"application_clocks": {"memory": 2619, "graphics": 1755}}, state_file)
+    assert result.get("failed") is not True and setter_calls(tool) == [["-i", "0", "-ac", "2619,1755"]]
