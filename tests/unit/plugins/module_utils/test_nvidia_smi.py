@@ -468,3 +468,19 @@ def test_every_queried_field_is_known_to_the_r580_driver():
     assert len(known) > 200 and "clocks_throttle_reasons.hw_slowdown" in known
     asked = set(smi.STATE_QUERY_FIELDS) | set(_healthcheck_fields()) | {"driver_version", "uuid"}
     assert sorted(asked - known) == []
+
+
+def test_r580_h200_module_result_judged_by_validation():
+    """nvidia_smi_info's own result on the H200 (before the topo fix: its topology is empty), judged as validate.yml
+    judges a node: count, health, persistence and power pass; the idle, unlocked GPU (345 MHz) fails a lock at 1980."""
+    import json
+    from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_judge import validation_judge
+    info = json.loads(fixture("r580/module-nvidia_smi_info-h200.json"))
+    assert info["topology"]["gpus"] == []
+    assert info["gpus"] == smi.parse_xml(fixture("r580/q-x-h200.xml"))["gpus"]
+    expected = {"gpu_count": 1, "persistence": True, "power_limit_w": 700, "sm_clock_locked_mhz": 1980}
+    report = validation_judge({"nodes": {"dev01": {"nvidia_smi_info": info, "expected": expected}}})
+    status = {c["id"]: c["status"] for c in report["checks"] if c["id"].startswith("gpu.")}
+    assert status == {"gpu.count": "pass", "gpu.health": "pass", "gpu.persistence": "pass",
+                      "gpu.power_limit": "pass", "gpu.clocks": "fail"}
+    assert "SM clock 345 MHz, expected locked at 1980 MHz" in " ".join(report["failures"])
