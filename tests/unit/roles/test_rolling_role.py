@@ -88,6 +88,19 @@ def test_the_plan_runs_the_apply_playbook_of_its_own_collection():
             assert role["role"].startswith("clusterforge.gpu."), role
 
 
+def test_the_plan_gathers_the_facts_of_the_apply_and_does_not_judge_the_inventory_twice():
+    """The check-mode run sees the facts the real apply gathers (no more), and its preflight is skipped only
+    because this run's own preflight passed (plan.yml asserts that first)."""
+    apply_play = _yaml(ROOT, "playbooks", "rolling_apply.yml")[1]
+    setup = [t for t in _yaml(ROLE, "tasks", "apply.yml") if "ansible.builtin.setup" in t]
+    assert apply_play["gather_facts"] is True
+    assert apply_play["gather_subset"] == setup[0]["ansible.builtin.setup"]["gather_subset"]
+    plan = _yaml(ROLE, "tasks", "plan.yml")
+    assert plan[0]["ansible.builtin.assert"]["that"] == "__preflight_passed | default(false)"
+    run = [t for t in plan if t.get("name") == "Plan | run the change in check mode on the candidate nodes"][0]
+    assert "'__preflight_passed': true" in run["ansible.builtin.command"]["argv"]
+
+
 def test_the_drain_reason_and_the_failure_message_are_unchanged():
     assert _yaml(ROLE, "vars", "main.yml")["__rolling_prefix"] == "cf-roll:"
     hold = _text(ROLE, "tasks", "hold.yml")
