@@ -83,7 +83,23 @@ def inventory(size):
                             % (i, 100 + i, 100 + i))
     with open(path, "w") as handle:
         handle.write(text)
+    with open(os.path.join(inv, "group_vars", "gpu_nodes", "scale_healthcheck.yml"), "w") as handle:
+        handle.write(SCALE_HEALTHCHECK)
     return inv
+
+
+# At 64 GPU nodes, 66 containers and the run share this machine's 2 CPUs, and the emulated nvidia-smi and dcgmi
+# (Python programs) answered the health check after its 20 s command limit: three such runs in a row (the default
+# timeout strikes, 15 minutes at HealthCheckInterval 300) drained 6 nodes during the 64-node join of 2026-11-28, and
+# those drains got the join's own NCCL run across every node refused. What the scale lab measures is the controller's
+# cost, so its GPU nodes give a command more time and need more slow runs in a row before a drain. A real node
+# answers in about a second; production keeps the role's defaults (40 s budget, 20 s per command, 3 strikes).
+SCALE_HEALTHCHECK = """---
+# Written by tests/bench/scale.py: the scale lab's CPU-starved GPU nodes (see SCALE_HEALTHCHECK there).
+slurm_compute_healthcheck_budget_seconds: 58
+slurm_compute_healthcheck_command_timeout_seconds: 40
+slurm_compute_healthcheck_strikes: {timeout: 6}
+"""
 
 
 def lab_env(inv):

@@ -221,3 +221,21 @@ def test_the_sampler_reads_both_cgroup_versions_in_its_thread(tmp_path, monkeypa
     with scale.CpuSampler(["gpu01"]) as empty:
         pass
     assert not empty.thread.is_alive() and empty.whole() is None
+
+
+def test_the_scale_inventory_gives_the_starved_health_check_more_time_within_the_role_rules(tmp_path, monkeypatch):
+    import yaml
+    monkeypatch.setattr(scale.bench, "WORK", str(tmp_path))
+    inv = scale.inventory(8)
+    with open(os.path.join(inv, "group_vars", "gpu_nodes", "scale_healthcheck.yml")) as handle:
+        settings = yaml.safe_load(handle)
+    with open(os.path.join(ROOT, "roles", "slurm_compute", "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    assert set(settings) <= set(defaults)
+    # slurmd kills the program at 60 s; preflight takes a budget of 10-59 s and a command limit within it
+    assert 10 <= settings["slurm_compute_healthcheck_budget_seconds"] <= 59
+    assert defaults["slurm_compute_healthcheck_command_timeout_seconds"] \
+        < settings["slurm_compute_healthcheck_command_timeout_seconds"] <= settings["slurm_compute_healthcheck_budget_seconds"]
+    assert settings["slurm_compute_healthcheck_strikes"]["timeout"] > 3
+    # the lab's own inventory keeps the role's defaults
+    assert not os.path.exists(os.path.join(ROOT, "inventories", "lab", "group_vars", "gpu_nodes", "scale_healthcheck.yml"))
