@@ -356,7 +356,7 @@ _MULTIWORD_LABELS = (("GPU NUMA ID", "GPU_NUMA_ID"), ("CPU Affinity", "CPU_Affin
 _NIC_LEGEND_RE = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _GPU_LABEL_RE = re.compile(r"^GPU\d+$")
 # Terminal escapes (CSI sequences): the driver underlines the header of ``topo -m`` with ESC[4m ... ESC[0m even when
-# stdout is not a terminal (recorded on driver 580.159.04; tests/unit/.../fixtures/nvidia_smi/device-h200-580).
+# stdout is not a terminal (recorded on driver 580.159.04: tests/unit/.../fixtures/nvidia_smi/r580/topo-m-h200.txt).
 _ANSI_CSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 
 

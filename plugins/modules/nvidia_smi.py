@@ -569,9 +569,10 @@ class NvidiaSmi(object):
                                 "(nvidia-smi -q -d SUPPORTED_CLOCKS)"
                                 % (pair[0], gpu_label(row), ", ".join(str(m) for m in sorted(pairs, reverse=True))))
             elif pair[1] not in graphics:
-                problems.append("application_clocks graphics %d MHz is not supported with memory %d MHz by %s: "
-                                "%d graphics clocks from %d to %d MHz are (nvidia-smi -q -d SUPPORTED_CLOCKS)"
-                                % (pair[1], pair[0], gpu_label(row), len(graphics), min(graphics), max(graphics)))
+                listed = ("%d graphics clocks from %d to %d MHz are" % (len(graphics), min(graphics), max(graphics))
+                          if graphics else "no graphics clock is listed with it")
+                problems.append("application_clocks graphics %d MHz is not supported with memory %d MHz by %s: %s "
+                                "(nvidia-smi -q -d SUPPORTED_CLOCKS)" % (pair[1], pair[0], gpu_label(row), listed))
         return problems
 
     def current(self, row, entry):

@@ -796,3 +796,10 @@ def test_application_clocks_unlisted_pairs_left_to_the_driver(state_file, warnin
     gpus = h100_gpus(1, supported={})
     result, tool = run(FakeSmi(gpus), {"application_clocks": {"memory": 2619, "graphics": 1755}}, state_file)
     assert result.get("failed") is not True and setter_calls(tool) == [["-i", "0", "-ac", "2619,1755"]]
+
+
+def test_application_clocks_memory_clock_listed_without_graphics_clocks(state_file):
+    gpus = h100_gpus(1, supported={2619: []})
+    result, tool = run(FakeSmi(gpus), {"application_clocks": {"memory": 2619, "graphics": 1755}}, state_file)
+    assert result["failed"] is True and "no graphics clock is listed with it" in result["msg"]
+    assert setter_calls(tool) == []
