@@ -208,6 +208,27 @@ def test_topo_header_underlined_as_the_recorded_driver(emu):
     assert recorded[1].endswith("\t\tN/A") and emulated[1].endswith("\t\tN/A")
 
 
+R580 = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, "unit", "plugins", "module_utils", "fixtures",
+                    "nvidia_smi", "r580")
+
+
+def test_state_and_supported_clocks_match_the_recorded_h100(emu):
+    """The emulated GPU's limits, clocks and SUPPORTED_CLOCKS are the ones a real H100 80GB HBM3 reported
+    (driver 580.159.04, recorded by tests/device/check.sh); only the identity fields differ."""
+    with open(os.path.join(R580, "query-state-header-h100.csv")) as f:
+        real = smi.parse_query_csv(f.read())[0]
+    emulated = emu.rows()[0]
+    same = [f for f in smi.STATE_QUERY_FIELDS if f not in ("index", "uuid", "pci.bus_id", "persistence_mode")]
+    assert {f: emulated[f] for f in same} == {f: real[f] for f in same}
+    with open(os.path.join(R580, "q-x-h100.xml")) as f:
+        real_pairs = list(smi.parse_supported_clocks(f.read()).values())[0]
+    assert list(smi.parse_supported_clocks(emu.ok("-q", "-x")).values())[0] == real_pairs
+    # the driver's own rule: a pair outside the list is refused, one on it is applied
+    rc, out, _err = emu("-i", "0", "-ac", "2619,1972")
+    assert rc != 0 and "is not supported" in out
+    assert "Applications clocks set to" in emu.ok("-i", "0", "-ac", "1593,1980")
+
+
 def test_power_limit_set_and_out_of_range(emu):
     out = emu.ok("-i", "3", "-pl", "500")
     assert parse_power_limit_output(out) == [

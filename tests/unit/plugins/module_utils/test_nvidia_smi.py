@@ -484,3 +484,20 @@ def test_r580_h200_module_result_judged_by_validation():
     assert status == {"gpu.count": "pass", "gpu.health": "pass", "gpu.persistence": "pass",
                       "gpu.power_limit": "pass", "gpu.clocks": "fail"}
     assert "SM clock 345 MHz, expected locked at 1980 MHz" in " ".join(report["failures"])
+
+
+# ------------------------------------------ recorded on a lent H100 80GB HBM3 (SXM), driver 580.159.04 (r580)
+
+def test_r580_h100_xml_and_supported_clocks():
+    gpu = smi.parse_xml(fixture("r580/q-x-h100.xml"))["gpus"][0]
+    assert gpu["name"] == "NVIDIA H100 80GB HBM3" and gpu["architecture"] == "Hopper"
+    # PRACTICE.md's H100 SXM: 200-700 W, SM 1980 MHz, memory 2619 MHz
+    assert (gpu["min_power_limit_w"], gpu["max_power_limit_w"], gpu["default_power_limit_w"]) == (200.0, 700.0, 700.0)
+    assert (gpu["max_sm_clock_mhz"], gpu["max_mem_clock_mhz"]) == (1980, 2619)
+    assert (gpu["default_applications_mem_clock_mhz"], gpu["default_applications_graphics_clock_mhz"]) == (2619, 1980)
+    pairs = list(smi.parse_supported_clocks(fixture("r580/q-x-h100.xml")).values())[0]
+    assert sorted(pairs) == [1593, 2619]
+    assert pairs[2619] == pairs[1593] == list(range(1980, 344, -15))
+    assert smi.parse_topo_matrix(fixture("r580/topo-m-h100.txt"))["gpus"] == ["GPU0"]
+    row = smi.parse_query_csv(fixture("r580/query-state-header-h100.csv"))[0]
+    assert (row["power.max_limit"], row["clocks.max.sm"], row["clocks.max.memory"]) == (700.0, 1980, 2619)
