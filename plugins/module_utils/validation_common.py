@@ -93,6 +93,16 @@ def _fmt(value, digits=1):
     return "%.*f" % (digits, value)
 
 
+def _fmt_apart(value, limit, digits=1):
+    """``(_fmt(value), _fmt(limit))`` with as many more decimals (up to 4 more) as it takes for two different numbers
+    to read differently: a miss never reads ``0.02 GB/s < 0.02 GB/s``."""
+    for extra in range(5):
+        texts = (_fmt(value, digits + extra), _fmt(limit, digits + extra))
+        if value == limit or texts[0] != texts[1] or not all(isinstance(v, float) for v in (value, limit)):
+            return texts
+    return texts
+
+
 def _whole(value):
     """A nominal figure for messages: ``400`` for 400 or 400.0, ``2.5`` for 2.5."""
     number = _number(value)

@@ -23,6 +23,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common
     ValidationError,
     _bool,
     _fmt,
+    _fmt_apart,
     _is_list,
     _is_map,
     _number,
@@ -783,8 +784,9 @@ class _Judge(object):
                          expected=threshold, unit="GB/s")
                 continue
             status = "pass" if have >= threshold else "fail"
+            have_text, threshold_text = _fmt_apart(have, threshold, 2)
             self.add("storage.%s" % kind, subject, status, "%s: dd %s %s GB/s %s %s GB/s" % (
-                subject, kind, _fmt(have, 2), ">=" if status == "pass" else "<", _fmt(threshold, 2)),
+                subject, kind, have_text, ">=" if status == "pass" else "<", threshold_text),
                 measured=have, threshold=threshold, expected=threshold, unit="GB/s")
             self.chart_row("%s %s" % (subject, kind), "Storage per node", "GB/s", have, threshold, status)
 
