@@ -501,4 +501,3 @@ def test_r580_h100_xml_and_supported_clocks():
     assert smi.parse_topo_matrix(fixture("r580/topo-m-h100.txt"))["gpus"] == ["GPU0"]
     row = smi.parse_query_csv(fixture("r580/query-state-header-h100.csv"))[0]
     assert (row["power.max_limit"], row["clocks.max.sm"], row["clocks.max.memory"]) == (700.0, 1980, 2619)
-
