@@ -1,0 +1,43 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of clusterforge.gpu.slurm_controller's adoption of a running controller.
+
+The decisions are plugins/plugin_utils/slurm_adoption.py; documentation lives beside this file in
+slurm_munge_key_plan.yml, slurm_state_problems.yml and slurm_db_user_plan.yml.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import slurm_adoption
+
+
+def slurm_munge_key_plan(key_exists, marker_exists=False, rotate=False, key_hosts=None, scope_hosts=None, unreachable=None):
+    """keep / generate / rotate / refuse for the controller's munge key, with the reason."""
+    return slurm_adoption.munge_key_plan(bool(key_exists), marker_exists=bool(marker_exists), rotate=bool(rotate),
+                                         key_hosts=list(key_hosts or []), scope_hosts=scope_hosts,
+                                         unreachable=list(unreachable or []))
+
+
+def slurm_state_problems(cluster_name, state_save_location, live_conf=None, state_dirs=None):
+    """Why the live ClusterName / StateSaveLocation may not be changed ([] when they may)."""
+    return slurm_adoption.state_problems(cluster_name, state_save_location, live_conf=live_conf, state_dirs=state_dirs)
+
+
+def slurm_db_user_plan(user_exists, password_file_exists=False, password_matches=None, user="slurm", password_file=None):
+    """create / keep / unknown / refuse for the accounting database user, with the reason."""
+    return slurm_adoption.db_user_plan(user_exists, bool(password_file_exists), password_matches=password_matches,
+                                       user=user, password_file=password_file)
+
+
+class FilterModule(object):
+    """Slurm controller adoption filters."""
+
+    def filters(self):
+        return {
+            "slurm_munge_key_plan": slurm_munge_key_plan,
+            "slurm_state_problems": slurm_state_problems,
+            "slurm_db_user_plan": slurm_db_user_plan,
+        }
