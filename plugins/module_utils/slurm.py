@@ -306,3 +306,53 @@ def parse_gres(text):
 def gres_count(text, name="gpu"):
     """Total count of one GRES (default ``gpu``) in a GRES string."""
     return sum(item["count"] for item in parse_gres(text) if item["name"] == name)
+
+
+# --- drain-reason ownership: the one rule every drain, resume and reason rewrite of this collection follows -------
+# The health check (roles/slurm_compute/templates/usr/libexec/clusterforge/slurm-healthcheck.j2) runs on the nodes,
+# where this file is not installed: it carries a copy of reason_action and these two tuples, and
+# tests/unit/roles/test_healthcheck.py proves that the copy decides as this function does on every state, reason and
+# prefix of its matrix.
+#
+# Node states in which Slurm keeps a reason that someone set: draining over it would overwrite that reason.
+REASON_STATES = ("DOWN", "FAIL", "FAILING")
+# Reasons Slurm sets itself on a node it marked DOWN and clears itself once slurmd answers again: nobody owns them,
+# so a drain may be laid over them (the node stays out of service either way). Every other reason on a DOWN, DRAIN
+# or FAIL node, Slurm's own drain reasons ("Kill task failed", "Prolog error", ...) included, has an owner.
+SLURM_TRANSIENT_DOWN_REASONS = ("Not responding",)
+
+
+def reason_action(action, info, reason, prefix, wanted=None, rewrite=False):
+    """Whether this collection may drain (``action`` "drain") or resume ("resume") a node: ("act"|"none"|"skip", why).
+
+    ``info`` is :func:`state_flags` of the node's state, ``reason`` its reason without the ``[user@time]`` tag (None
+    when it has none), ``prefix`` the reason prefix the caller owns, ``wanted`` the reason a drain would set and
+    ``rewrite`` whether the caller may replace another reason it owns on a node already drained (slurm_node's adopt,
+    the health check's update of its own reason).
+
+    The rule: a reason belongs to whoever set it. A reason that starts with ``prefix`` is the caller's; a drain may
+    replace it (with ``rewrite``) and a resume may lift it. Any other reason on a drained node, or on a DOWN or FAIL
+    node, is never overwritten, and a drain that is not the caller's is never resumed, except Slurm's own transient
+    DOWN reasons (:data:`SLURM_TRANSIENT_DOWN_REASONS`), which a drain may cover. "none": the node is already as
+    asked; "skip": someone else owns it, and ``why`` says so.
+    """
+    owned = (reason or "").startswith(prefix)
+    if action == "drain":
+        if info["drain"]:
+            if reason == wanted:
+                return "none", None
+            if rewrite and owned:
+                return "act", None
+            return "skip", "already drained with another reason; not overwritten"
+        if reason and reason != wanted and (info["base"] in REASON_STATES or "FAIL" in info["flags"]):
+            if info["base"] == "DOWN" and reason in SLURM_TRANSIENT_DOWN_REASONS:
+                return "act", None
+            return "skip", "%s with a reason set by someone else; draining would overwrite it" % info["base"]
+        return "act", None
+    if action == "resume":
+        if not info["drain"]:
+            return "none", None
+        if owned:
+            return "act", None
+        return "skip", "drained by someone else (reason does not start with %r); use force to resume" % prefix
+    raise ValueError("unknown action %r" % (action,))

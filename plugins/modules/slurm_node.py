@@ -20,7 +20,11 @@ description:
   - O(state=drained) never uses C(State=DOWN), which would kill running jobs. Running jobs finish; with O(wait=true)
     the module waits until each node it drained has no jobs left (C(sinfo) state C(drain), not C(drng)).
   - A node already drained with the same reason is left unchanged. A node drained, down or failed with another
-    reason is left alone and reported in RV(skipped); its reason is never overwritten.
+    reason is left alone and reported in RV(skipped); its reason is never overwritten. The one exception is Slurm's
+    own C(Not responding) on a DOWN node, which Slurm clears itself once slurmd answers and nobody owns, so a drain
+    covers it.
+  - The ownership rule is C(reason_action) in the collection's module_utils/slurm.py. The health check of
+    clusterforge.gpu.slurm_compute follows the same rule.
   - O(state=resumed) resumes only nodes whose drain reason starts with O(reason_prefix) (this collection's drains),
     unless O(force=true). Nodes drained by someone else stay drained and are reported in RV(skipped).
   - Unknown node names fail the module before anything is changed.
@@ -237,7 +241,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress
-from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import parse_sinfo, split_reason, state_flags
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import parse_sinfo, reason_action, split_reason, state_flags
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm_nodes import read_nodes, unique_names
 
 ARGUMENT_SPEC = dict(
@@ -253,9 +257,6 @@ ARGUMENT_SPEC = dict(
     scontrol_path=dict(type="path"),
     sinfo_path=dict(type="path"),
 )
-
-_REASON_STATES = ("DOWN", "FAIL", "FAILING")
-
 
 def _join_state(base, flags):
     return "+".join([base] + list(flags))
@@ -280,29 +281,27 @@ def _decide(module, name, node):
         return {"name": name, "state": state_text, "reason": reason, "reason_user": user, "reason_time": when,
                 "why": why}
 
+    # One ownership rule for every drain and resume of this collection (module_utils/slurm.py reason_action).
     if params["state"] == "drained":
-        wanted = params["reason"]
-        if info["drain"]:
-            if reason != wanted and params["adopt"] and (reason or "").startswith(prefix):
-                entry["action"] = "drain"
-                entry["reason_after"] = wanted
-            elif reason != wanted:
-                skipped = skip("already drained with another reason; not overwritten")
-        elif reason and reason != wanted and (info["base"] in _REASON_STATES or "FAIL" in info["flags"]):
-            skipped = skip("%s with a reason set by someone else; draining would overwrite it" % info["base"])
-        else:
+        verdict, why = reason_action("drain", info, reason, prefix, wanted=params["reason"], rewrite=params["adopt"])
+        if verdict == "act":
             entry["action"] = "drain"
-            entry["state_after"] = _join_state(info["base"], info["flags"] + ["DRAIN"])
-            entry["reason_after"] = wanted
+            if not info["drain"]:
+                entry["state_after"] = _join_state(info["base"], info["flags"] + ["DRAIN"])
+            entry["reason_after"] = params["reason"]
+        elif verdict == "skip":
+            skipped = skip(why)
     else:
-        if info["drain"]:
-            if params["force"] or (reason or "").startswith(prefix):
-                entry["action"] = "resume"
-                base = "IDLE" if info["base"] in ("DOWN", "DRAINED", "DRAINING") else info["base"]
-                entry["state_after"] = _join_state(base, [f for f in info["flags"] if f != "DRAIN"])
-                entry["reason_after"] = None
-            else:
-                skipped = skip("drained by someone else (reason does not start with %r); use force to resume" % prefix)
+        verdict, why = reason_action("resume", info, reason, prefix)
+        if verdict == "skip" and params["force"]:
+            verdict = "act"
+        if verdict == "act":
+            entry["action"] = "resume"
+            base = "IDLE" if info["base"] in ("DOWN", "DRAINED", "DRAINING") else info["base"]
+            entry["state_after"] = _join_state(base, [f for f in info["flags"] if f != "DRAIN"])
+            entry["reason_after"] = None
+        elif verdict == "skip":
+            skipped = skip(why)
     return entry, skipped
 
 

@@ -279,6 +279,72 @@ def test_down_node_not_drained_gets_drained(node):
     assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU count 6 < 8"]
 
 
+# --- one ownership rule with slurm_node (plugins/module_utils/slurm.py reason_action) ------------------------------
+FOREIGN_REASONS = ["bad DIMM, ticket 4711", "cf-roll:20260101T000000Z", "cf-roll:20260101T000000Z FAILED gate: x",
+                   "cf-deep: dcgm level 3", "NHC: check_hw_ib failed", "[node_problem] gpu", "Healthcheck failures",
+                   "Kill task failed", "Prolog error", "Node unexpectedly rebooted"]
+OWNED_REASONS = ["cf-health: GPU count 7 < 8", "cf-health: xid 79"]
+
+
+@pytest.mark.parametrize("state", ["DOWN", "DOWN*", "IDLE+DRAIN", "DOWN+DRAIN", "MIXED+DRAIN", "IDLE+FAIL", "FAIL"])
+@pytest.mark.parametrize("reason", FOREIGN_REASONS)
+def test_a_fault_never_drains_over_a_foreign_reason(node, state, reason):
+    node.node(state, reason)
+    node.gpus(6)
+    proc = node.run()
+    assert proc.returncode == 1
+    assert node.updates() == []
+    assert "not draining" in proc.stdout and "faults (not acted on): GPU count 6 < 8" in proc.stdout
+
+
+@pytest.mark.parametrize("state", ["DOWN", "DOWN*", "IDLE+DRAIN", "DOWN+DRAIN", "IDLE+DRAIN+NOT_RESPONDING"])
+@pytest.mark.parametrize("reason", FOREIGN_REASONS + ["Not responding"])
+def test_a_healthy_run_never_resumes_a_foreign_reason(node, state, reason):
+    node.node(state, reason)
+    assert node.run().returncode == 0
+    assert node.updates() == []
+
+
+@pytest.mark.parametrize("state", ["IDLE+DRAIN", "DOWN+DRAIN", "MIXED+DRAIN", "IDLE+DRAIN+NOT_RESPONDING"])
+@pytest.mark.parametrize("reason", OWNED_REASONS)
+def test_own_reasons_are_rewritten_and_resumed(node, state, reason):
+    node.node(state, reason)
+    node.gpus(6)
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU count 6 < 8"]
+    node.node(state, reason)
+    node.gpus(8)
+    node.run()
+    assert node.updates()[-1] == "update NodeName=gpu01 State=RESUME"
+
+
+def test_the_checks_ownership_rule_is_slurm_nodes(tmp_path):
+    """The health check's copy of reason_action decides as plugins/module_utils/slurm.py's on every case."""
+    from ansible_collections.clusterforge.gpu.plugins.module_utils import slurm as slurm_utils
+    prog = program(tmp_path)
+    assert prog.REASON_STATES == slurm_utils.REASON_STATES
+    assert prog.SLURM_TRANSIENT_DOWN_REASONS == slurm_utils.SLURM_TRANSIENT_DOWN_REASONS
+    states = ["IDLE", "MIXED", "ALLOCATED", "DOWN", "DOWN*", "IDLE*", "FAIL", "FAILING", "IDLE+FAIL", "IDLE+DRAIN",
+              "MIXED+DRAIN", "DOWN+DRAIN", "DOWN+DRAIN+NOT_RESPONDING", "IDLE+DRAIN+NOT_RESPONDING",
+              "ALLOCATED+DRAIN+FAIL", "IDLE+MAINT+RESERVED", "IDLE+POWERED_DOWN", "UNKNOWN*", "COMPLETING+DRAIN"]
+    reasons = [None, "Not responding", "cf-health: a", "cf-health: b", "cf-roll:1", "bad DIMM", "Kill task failed"]
+    cases = 0
+    for state in states:
+        lib = slurm_utils.state_flags(state)
+        mine = prog.node_info(state)
+        assert (mine["base"], mine["flags"], mine["drain"]) == (lib["base"], lib["flags"], lib["drain"]), state
+        for reason in reasons:
+            for prefix in ("cf-health:", "cf-roll:"):
+                for rewrite in (False, True):
+                    for wanted in ("cf-health: a", "cf-roll:1"):
+                        assert prog.reason_action("drain", mine, reason, prefix, wanted, rewrite) == \
+                            slurm_utils.reason_action("drain", lib, reason, prefix, wanted, rewrite), (state, reason)
+                        cases += 1
+                assert prog.reason_action("resume", mine, reason, prefix) == \
+                    slurm_utils.reason_action("resume", lib, reason, prefix), (state, reason)
+    assert cases == len(states) * len(reasons) * 8
+
+
 def test_dcgm_failure_drains(node):
     node.dcgm(DCGM_FAIL)
     assert node.run().returncode == 1

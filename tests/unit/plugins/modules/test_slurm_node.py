@@ -213,12 +213,41 @@ def test_admin_drain_only_gives_no_change(clock):
 
 
 def test_down_node_with_foreign_reason_is_not_overwritten(clock):
-    fake = FakeSlurm({"gpu01": ("DOWN", False, "Not responding"), "gpu02": ("DOWN", False, None)})
+    fake = FakeSlurm({"gpu01": ("DOWN", False, "bad DIMM, ticket 4711"), "gpu02": ("DOWN", False, None)})
     result = run(fake, nodes="gpu[01-02]", state="drained", reason=REASON)
     assert updates(fake)[0][2] == "NodeName=gpu02"
     assert [s["name"] for s in result["skipped"]] == ["gpu01"]
     assert "DOWN" in result["skipped"][0]["why"]
-    assert fake.nodes["gpu01"]["reason"] == "Not responding"
+    assert fake.nodes["gpu01"]["reason"] == "bad DIMM, ticket 4711"
+
+
+def test_down_node_with_slurms_not_responding_is_drained_over(clock):
+    # Slurm's own "Not responding" on a DOWN node belongs to nobody (Slurm clears it once slurmd answers).
+    fake = FakeSlurm({"gpu01": ("DOWN", False, "Not responding")})
+    result = run(fake, nodes="gpu01", state="drained", reason=REASON)
+    assert updates(fake)[0][2] == "NodeName=gpu01"
+    assert result["skipped"] == []
+    assert fake.nodes["gpu01"]["reason"] == REASON
+
+
+@pytest.mark.parametrize("reason", ["Kill task failed", "Prolog error", "bad DIMM, ticket 4711", "NHC: check_hw_ib",
+                                    "cf-health: GPU count 7 < 8"])
+def test_down_node_with_any_other_reason_is_not_drained_over(clock, reason):
+    fake = FakeSlurm({"gpu01": ("DOWN", False, reason)})
+    result = run(fake, nodes="gpu01", state="drained", reason=REASON, adopt=True)
+    assert updates(fake) == []
+    assert result["skipped"][0]["reason"] == reason
+
+
+@pytest.mark.parametrize("reason", ["Kill task failed", "Not responding", "bad DIMM", "cf-health: xid 79"])
+def test_foreign_drain_is_neither_rewritten_nor_resumed(clock, reason):
+    fake = FakeSlurm({"gpu01": ("IDLE", True, reason)})
+    drained = run(fake, nodes="gpu01", state="drained", reason=REASON, reason_prefix="cf-roll:", adopt=True)
+    resumed = run(fake, nodes="gpu01", state="resumed", reason_prefix="cf-roll:")
+    assert updates(fake) == []
+    assert drained["skipped"][0]["why"] == "already drained with another reason; not overwritten"
+    assert resumed["skipped"][0]["reason"] == reason
+    assert fake.nodes["gpu01"]["reason"] == reason
 
 
 def test_drain_check_mode_runs_no_update(clock):
