@@ -26,6 +26,8 @@ except ImportError:  # pragma: no cover
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils import (
     preflight_bios,
+    preflight_cross,
+    preflight_generic,
     preflight_gpu,
     preflight_lustre,
     preflight_os,
@@ -250,6 +252,9 @@ RULE_SETS = (
     ("Lustre", preflight_lustre.check),
     ("rolling change", preflight_rolling.check),
     ("validation", preflight_validate.check),
+    ("ports of every role", preflight_generic.check),
+    ("references between roles", preflight_cross.check),
+    ("misspelt variables", preflight_specs.typo_errors),
 )
 
 
@@ -269,18 +274,20 @@ def extra_var_names():
 
 
 def preflight_inventory_report(hostvars, groups, lustre_enabled=True, fabric_required=True, strict=False,
-                               rolling=False):
+                               rolling=False, playbook_roles=None):
     """Every preflight rule over the whole inventory: ``{"errors": [...], "warnings": [...]}``.
 
     ``strict`` makes warnings (a variable with one of our prefixes that no role defines) errors; ``rolling`` adds
-    the rules of playbooks/rolling_reconfigure.yml's own variables.
+    the rules of playbooks/rolling_reconfigure.yml's own variables; ``playbook_roles`` names the roles beyond
+    site.yml's that the running playbook runs (their required options must be set).
     """
     # A switch given as -e name=true arrives as a string: read it as Ansible's bool filter does (the spec rules
     # still report that it should be given as a real boolean).
     opts = {"lustre_enabled": boolean(lustre_enabled, strict=False),
             "fabric_required": boolean(fabric_required, strict=False),
             "strict": boolean(strict, strict=False), "rolling": boolean(rolling, strict=False),
-            "extra_var_names": extra_var_names()}
+            "extra_var_names": extra_var_names(),
+            "playbook_roles": [str(r) for r in playbook_roles] if isinstance(playbook_roles, (list, tuple)) else []}
     inv = Inventory(hostvars, groups)
     _READER[id(hostvars)] = inv
     try:

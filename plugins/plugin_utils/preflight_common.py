@@ -48,7 +48,13 @@ ROLE_HOSTS = {
     # Not a play of site.yml: playbooks/rolling_reconfigure.yml plans on the controller and rolls the GPU nodes.
     "rolling": ("slurm_controller", "gpu_nodes"),
     "validate": ("gpu_nodes", "slurm_controller"),
+    # Not a play of site.yml: playbooks/slurm_upgrade.yml reads and upgrades every Slurm host.
+    "slurm_upgrade": ("slurm_controller", "gpu_nodes", "slurm_clients"),
 }
+
+# Roles that no play of site.yml runs, only a playbook of their own: their required options are required only when
+# that playbook's preflight names the role (preflight_playbook_roles).
+PLAYBOOK_ONLY_ROLES = ("slurm_upgrade",)
 
 CLI_ORIGIN = "<CLI option '-e'>"
 
@@ -59,7 +65,8 @@ _SPECS = {}
 
 
 def load_role_specs(root=None):
-    """``{role: options}`` of every role's ``meta/argument_specs.yml`` (entry point ``main``), read once."""
+    """``{role: options}`` of every role's ``meta/argument_specs.yml``, read once: the options of ``main`` and of
+    every other entry point (``tasks_from``: slurm_upgrade's phases, validate's deep checks), main's spec first."""
     root = root or COLLECTION_ROOT
     if root not in _SPECS:
         specs = {}
@@ -67,8 +74,12 @@ def load_role_specs(root=None):
             role = path.split(os.sep)[-3]
             with open(path) as f:
                 data = yaml.safe_load(f) or {}
-            main = (data.get("argument_specs") or {}).get("main") or {}
-            specs[role] = main.get("options") or {}
+            entries = data.get("argument_specs") or {}
+            options = {}
+            for entry in ["main"] + sorted(k for k in entries if k != "main"):
+                for name, opt in ((entries.get(entry) or {}).get("options") or {}).items():
+                    options.setdefault(name, opt)
+            specs[role] = options
         _SPECS[root] = specs
     return _SPECS[root]
 

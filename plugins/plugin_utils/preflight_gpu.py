@@ -315,11 +315,7 @@ def warnings(inv, opts):
             if roce_only:
                 found.append("%s: %s: RoCE settings have no effect (nccl_ib_gid_index is written but only matters on "
                              "RoCE) while cluster_fabric_type is %s" % (host, ", ".join(roce_only), fabric))
-        if fabric in ("ethernet", "none"):
-            hca = _set(inv, host, "nccl_ib_hca")
-            if hca not in (MISSING, None, []):
-                found.append("%s: nccl_ib_hca: NCCL_IB_HCA is written although cluster_fabric_type is %s (no "
-                             "InfiniBand or RoCE for NCCL to use)" % (host, fabric))
+        # nccl_ib_hca on a fabric without HCAs is an error (plugins/plugin_utils/preflight_cross.py).
         profile = profile_of(inv, host)
         module_type = inv.effective(host, "nvidia_driver", "nvidia_driver_kernel_module_type")
         if profile and profile["open_kernel_module"] == "recommended" and module_type == "proprietary":

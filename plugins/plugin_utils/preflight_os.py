@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Preflight rules: the operating system base (common_os) and the ports every GPU node listens on.
+"""Preflight rules: the operating system base (common_os).
 
 Several common_os values end up in places where a wrong one does harm beyond the role: the CPU governor in a
 ``sh -c`` line of a boot unit, kernel parameters inside GRUB's double-quoted command line, /etc/hosts entries, a
@@ -40,7 +40,7 @@ def check(inv, opts):
     errors = []
     for host in inv.role_hosts("common_os"):
         errors.extend(_host_errors(inv, host))
-    errors.extend(_port_errors(inv))
+    # The ports a node listens on are judged for every role at once (plugins/plugin_utils/preflight_generic.py).
     return errors
 
 
@@ -78,9 +78,8 @@ def _host_errors(inv, host):
         sysctl = inv.get(host, "common_os_sysctl", {})
         nr_open = sysctl.get("fs.nr_open") if isinstance(sysctl, dict) else None
         nr_open = nr_open if is_int(nr_open) else NR_OPEN_DEFAULT
-        if nofile < 1024:
-            errors.append("%s: common_os_nofile_limit: %d is below the 1024 every Linux login starts with" % (host, nofile))
-        elif nofile > min(nr_open, NR_OPEN_MAX):
+        # Below 1024: the range of roles/common_os/meta/preflight.yml (preflight_generic) says so.
+        if nofile > min(nr_open, NR_OPEN_MAX):
             errors.append("%s: common_os_nofile_limit: %d is above the kernel's fs.nr_open (%d): setting it fails and "
                           "pam_limits refuses every login; raise fs.nr_open in common_os_sysctl first (at most %d)"
                           % (host, nofile, nr_open, NR_OPEN_MAX))
@@ -131,25 +130,6 @@ def _host_errors(inv, host):
                 errors.append("%s: common_os_sysctl: %s: the value must be a number or a one-line string, got %s"
                               % (host, key, type_name(value) if not isinstance(value, str) else repr(value)))
     return errors
-
-
-def _port_errors(inv):
-    """Ports a GPU node listens on must not collide (dcgm-exporter, slurmd, nv-hostengine)."""
-    errors = []
-    for host in inv.hosts("gpu_nodes"):
-        if inv.effective(host, "dcgm", "dcgm_exporter_enabled") is not True:
-            continue
-        exporter = inv.effective(host, "dcgm", "dcgm_exporter_listen_port")
-        taken = {"slurmd (slurm_controller_slurmd_port)": _slurmd_port(inv), "nv-hostengine": 5555}
-        for what, port in taken.items():
-            if is_int(exporter) and exporter == port:
-                errors.append("%s: dcgm_exporter_listen_port: %d is already %s's port" % (host, exporter, what))
-    return errors
-
-
-def _slurmd_port(inv):
-    ctl = (inv.hosts("slurm_controller") or [None])[0]
-    return inv.effective(ctl, "slurm_controller", "slurm_controller_slurmd_port") if ctl else 6818
 
 
 def _is_ip(value):

@@ -14,7 +14,8 @@ list. These rules are strict instead, and run for every role at once:
 * a number where a string is expected is accepted only when it reads back the same (see :func:`_str_problem`);
 * ``path`` options are absolute paths on the node.
 
-:func:`typos` warns about a variable with one of ClusterForge's prefixes that no role or playbook reads.
+:func:`typos` warns about a variable with one of ClusterForge's prefixes that no role or playbook reads;
+:func:`typo_errors` makes it an error when it is one edit away from a variable of this collection.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,9 +30,11 @@ import re
 
 import yaml
 
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import preflight_generic
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
     COLLECTION_ROOT,
     MISSING,
+    PLAYBOOK_ONLY_ROLES,
     bool_advice,
     from_cli,
     is_int,
@@ -75,8 +78,6 @@ TYPES = ("str", "int", "float", "bool", "list", "dict", "path", "raw")
 MODE_KEYS = ("mode",)
 TIME_KEYS = ("max_time",)
 TIME_SUFFIXES = ("_half_life", "_max_age")
-# Whole-number units in variable names (docs: units in names): the value cannot be negative; ports are TCP ports.
-NON_NEGATIVE_SUFFIXES = ("_seconds", "_minutes", "_days", "_mb", "_mib", "_kib", "_watts", "_c", "_limit", "_bytes")
 _ENTRY_RULES = {}
 RELATIONS = ("mutually_exclusive", "required_together", "required_one_of", "required_if", "required_by")
 COMPUTED = object()  # a role default computed from other variables (a template in defaults/main.yml)
@@ -251,15 +252,9 @@ class _Walker(object):
             self.add(name, "%s is not one of %s" % (_show(value), ", ".join(str(c) for c in choices)))
 
     def _range(self, name, value, want):
-        if want != "int" or not is_int(value):
-            return
-        leaf = name.rsplit(".", 1)[-1]
-        if leaf.endswith("_port") and not 1 <= value <= 65535:
-            self.add(name, "%d is not a TCP port (1-65535)" % value)
-        elif leaf.endswith("_percent") and not 0 <= value <= 100:
-            self.add(name, "%d is not a percentage (0-100)" % value)
-        elif leaf.endswith(NON_NEGATIVE_SUFFIXES) and value < 0:
-            self.add(name, "must not be negative, got %d" % value)
+        # Ranges, URLs and serial values are judged by name in one place (preflight_generic), for every role.
+        for problem in preflight_generic.name_problems(name, value, want):
+            self.add(name, problem)
 
     def _elements(self, name, value, opt):
         elements = opt.get("elements")
@@ -388,6 +383,9 @@ def check(inv, opts):
                 "checked: %s" % " ".join(str(e).split())]
     host_keys = {}
     own = _own_rules(opts)
+    # A role that only its own playbook runs requires its options in that playbook's run only (slurm_upgrade.yml
+    # passes preflight_playbook_roles); a value set for it is checked in every run.
+    playbook_roles = tuple((opts or {}).get("playbook_roles") or ())
     for role in sorted(specs):
         options = specs[role] or {}
         defaults = _role_defaults(role)
@@ -402,7 +400,8 @@ def check(inv, opts):
                 if not isinstance(opt, dict):
                     continue
                 if name not in keys:
-                    if opt.get("required") and opt.get("default") is None:
+                    if (opt.get("required") and opt.get("default") is None
+                            and (role not in PLAYBOOK_ONLY_ROLES or role in playbook_roles)):
                         walker.add(name, "is required by the %s role but not set" % role)
                     continue
                 value = inv.get(host, name, MISSING)
@@ -495,13 +494,27 @@ RETIRED = {
 }
 
 
-def typos(inv, opts):
-    """Warnings: a variable with one of our prefixes that no role or playbook reads (with the closest known name)."""
-    try:
-        known = known_names()
-        own = prefixes()
-    except (IOError, OSError, yaml.YAMLError):
-        return []  # check() reports the unreadable spec
+def one_edit(a, b):
+    """True when ``b`` is ``a`` with one letter added, dropped or changed, or two neighbours swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 1:
+            return True
+        return len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    i = 0
+    while i < len(short) and short[i] == long_[i]:
+        i += 1
+    return short[i:] == long_[i + 1:]
+
+
+def _unknown_names(inv):
+    """``[(name, hosts, closest known name or None, one edit away)]``: variables with one of our prefixes that no
+    role or playbook reads (a site's own variable under a loose prefix with no close name is left out)."""
+    known = known_names()
+    own = prefixes()
     loose = _loose_prefixes(own)
     found = {}
     order = []
@@ -516,19 +529,50 @@ def typos(inv, opts):
                 order.append(name)
             if host not in found[name]:
                 found[name].append(host)
-    warnings = []
+    out = []
     candidates = sorted(known)
     for name in order:
         strict_prefix = name.startswith(own)
         close = difflib.get_close_matches(name, candidates, n=1, cutoff=0.6 if strict_prefix else 0.8)
         if not strict_prefix and not close:
             continue  # slurm_site_notes: a site's own variable, not a misspelt one of ours
-        where = _hosts_text(found[name], inv.all_hosts)
+        near = [k for k in candidates if one_edit(name, k)]
+        if near:
+            close = [near[0]] if not close or close[0] not in near else close
+        out.append((name, found[name], close[0] if close else None, bool(near)))
+    return out
+
+
+def typo_errors(inv, opts):
+    """Errors: a variable one edit away from a variable of this collection (a typo for sure; the role would
+    silently use its default instead), whatever preflight_strict says."""
+    try:
+        unknown = _unknown_names(inv)
+    except (IOError, OSError, yaml.YAMLError):
+        return []  # check() reports the unreadable spec
+    return ["inventory: %s (on %s): no role or playbook defines this variable, and it is one letter away from %s: "
+            "fix the spelling (the role would use its default for %s)" % (
+                name, _hosts_text(hosts, inv.all_hosts), close, close)
+            for name, hosts, close, near in unknown if near and name not in RETIRED]
+
+
+def typos(inv, opts):
+    """Warnings: a variable with one of our prefixes that no role or playbook reads (with the closest known name);
+    one edit away from a known name is an error instead (:func:`typo_errors`)."""
+    try:
+        unknown = _unknown_names(inv)
+    except (IOError, OSError, yaml.YAMLError):
+        return []  # check() reports the unreadable spec
+    warnings = []
+    for name, hosts, close, near in unknown:
+        where = _hosts_text(hosts, inv.all_hosts)
         if name in RETIRED:
             warnings.append("inventory: %s (on %s): no longer read: %s; remove it" % (name, where, RETIRED[name]))
             continue
+        if near:
+            continue  # typo_errors reports it
         if close:
-            hint = "did you mean %s?" % close[0]
+            hint = "did you mean %s?" % close
         else:
             hint = "no defined variable has a similar name (a removed or misspelt variable?)"
         warnings.append("inventory: %s (on %s): no role or playbook defines this variable; %s" % (name, where, hint))

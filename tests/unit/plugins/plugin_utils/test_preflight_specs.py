@@ -216,7 +216,9 @@ def test_relative_path_is_rejected():
 def test_ports_and_units_ranges():
     errs = errors(gpu01={"dcgm_exporter_listen_port": 94000, "nvidia_driver_reboot_timeout_seconds": -1})
     assert "gpu01: dcgm_exporter_listen_port: 94000 is not a TCP port (1-65535)" in errs
-    assert "gpu01: nvidia_driver_reboot_timeout_seconds: must not be negative, got -1" in errs
+    # The role's range (roles/nvidia_driver/meta/preflight.yml), with what the refused end would mean.
+    assert ("gpu01: nvidia_driver_reboot_timeout_seconds: -1 is below the minimum 1 (0 would give the node no time "
+            "to come back)") in errs
 
 
 def test_only_hosts_the_role_runs_on():
@@ -314,10 +316,17 @@ def test_typo_without_suggestion():
                    "variable has a similar name (a removed or misspelt variable?)"]
 
 
+def typo_errors(**per_host):
+    return preflight_specs.typo_errors(Inventory(hostvars(**per_host), GROUPS), OPTS)
+
+
 def test_typo_in_the_role_part_of_the_prefix():
-    out = warnings(head01={"slurm_contoller_partitions": []})
-    assert out == ["inventory: slurm_contoller_partitions (on head01): no role or playbook defines this variable; "
-                   "did you mean slurm_controller_partitions?"]
+    # One letter dropped: an error by default (preflight_strict or not), and no warning besides.
+    assert warnings(head01={"slurm_contoller_partitions": []}) == []
+    assert typo_errors(head01={"slurm_contoller_partitions": []}) == [
+        "inventory: slurm_contoller_partitions (on head01): no role or playbook defines this variable, and it is one "
+        "letter away from slurm_controller_partitions: fix the spelling (the role would use its default for "
+        "slurm_controller_partitions)"]
 
 
 def test_site_variables_with_a_loose_prefix_are_not_flagged():
@@ -325,15 +334,39 @@ def test_site_variables_with_a_loose_prefix_are_not_flagged():
 
 
 def test_long_host_lists_are_abbreviated():
-    out = warnings(all={"cluster_nmae": "x"})
-    assert out == ["inventory: cluster_nmae (on head01, gpu01, gpu02, stor01): no role or playbook defines this "
-                   "variable; did you mean cluster_name?"]
+    out = typo_errors(all={"cluster_nmae": "x"})
+    assert len(out) == 1 and out[0].startswith("inventory: cluster_nmae (on head01, gpu01, gpu02, stor01): "), out
+    assert "one letter away from cluster_name" in out[0]
     groups = dict(GROUPS, all=["n%02d" % i for i in range(10)])
     inv = Inventory({h: {"validate_profle": "h100_sxm_ndr"} for h in groups["all"]}, groups)
-    assert typos(inv, OPTS)[0].startswith("inventory: validate_profle (on all 10 hosts)")
+    assert preflight_specs.typo_errors(inv, OPTS)[0].startswith("inventory: validate_profle (on all 10 hosts)")
     inv = Inventory(dict({h: {} for h in groups["all"]}, **{h: {"validate_profle": 1} for h in groups["all"][:6]}),
                     groups)
-    assert typos(inv, OPTS)[0].startswith("inventory: validate_profle (on n00, n01, n02 and 3 more)")
+    assert preflight_specs.typo_errors(inv, OPTS)[0].startswith("inventory: validate_profle (on n00, n01, n02 and 3 more)")
+    # Two edits away stays a warning (with the closest name), the same abbreviation.
+    inv = Inventory({h: {"validate_proflle_x": 1} for h in groups["all"]}, groups)
+    assert typos(inv, OPTS)[0].startswith("inventory: validate_proflle_x (on all 10 hosts)")
+
+
+@pytest.mark.parametrize("typo, known", [
+    ("pcie_acs_disabel", "pcie_acs_disable"),      # two neighbours swapped
+    ("pcie_acs_disabl", "pcie_acs_disable"),       # a letter dropped
+    ("pcie_acs_disablee", "pcie_acs_disable"),     # a letter added
+    ("pcie_acs_dissble", "pcie_acs_disable"),      # a letter changed
+])
+def test_one_edit_away_is_an_error(typo, known):
+    assert preflight_specs.one_edit(typo, known) and preflight_specs.one_edit(known, typo)
+    out = typo_errors(gpu01={typo: True})
+    assert len(out) == 1 and "one letter away from %s" % known in out[0], out
+    assert warnings(gpu01={typo: True}) == []
+
+
+def test_two_edits_away_stays_a_warning():
+    assert not preflight_specs.one_edit("pcie_acs_dsiabel", "pcie_acs_disable")
+    assert typo_errors(gpu01={"pcie_acs_dsiabel": True}) == []
+    assert warnings(gpu01={"pcie_acs_dsiabel": True}) == [
+        "inventory: pcie_acs_dsiabel (on gpu01): no role or playbook defines this variable; did you mean "
+        "pcie_acs_disable?"]
 
 
 def test_known_global_and_private_names_not_flagged():
@@ -364,8 +397,10 @@ def test_strict_mode_makes_typos_errors():
                          "cluster_mgmt_ip": "10.1.0.%d" % n, "cluster_fabric_ip": "10.2.0.%d" % n})
     for host in GROUPS["gpu_nodes"]:
         hv[host].update({"cluster_gpu_type": "h100", "cluster_gpu_count_per_node": 8, "pcie_acs_disabel": True})
+    for host in GROUPS["gpu_nodes"]:
+        hv[host]["pcie_acs_dsiabel"] = hv[host].pop("pcie_acs_disabel")  # two edits away: a warning by default
     relaxed = preflight_inventory_report(hv, GROUPS)
-    message = ("inventory: pcie_acs_disabel (on gpu01, gpu02): no role or playbook defines this variable; "
+    message = ("inventory: pcie_acs_dsiabel (on gpu01, gpu02): no role or playbook defines this variable; "
                "did you mean pcie_acs_disable?")
     assert relaxed["warnings"] == [message] and relaxed["errors"] == [], relaxed
     strict = preflight_inventory_report(hv, GROUPS, strict=True)
