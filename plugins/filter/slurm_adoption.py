@@ -4,7 +4,8 @@
 """Filters of clusterforge.gpu.slurm_controller's adoption of a running controller.
 
 The decisions are plugins/plugin_utils/slurm_adoption.py; documentation lives beside this file in
-slurm_munge_key_plan.yml, slurm_state_problems.yml and slurm_db_user_plan.yml.
+slurm_munge_key_plan.yml, slurm_state_problems.yml, slurm_state_dirs.yml and
+slurm_db_user_plan.yml.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -26,6 +27,11 @@ def slurm_state_problems(cluster_name, state_save_location, live_conf=None, stat
     return slurm_adoption.state_problems(cluster_name, state_save_location, live_conf=live_conf, state_dirs=state_dirs)
 
 
+def slurm_state_dirs(state_save_location, live_conf=None):
+    """The StateSaveLocations to read: the live slurm.conf's and the role's."""
+    return slurm_adoption.state_dirs_to_read(state_save_location, live_conf=live_conf)
+
+
 def slurm_db_user_plan(user_exists, password_file_exists=False, password_matches=None, user="slurm", password_file=None):
     """create / keep / unknown / refuse for the accounting database user, with the reason."""
     return slurm_adoption.db_user_plan(user_exists, bool(password_file_exists), password_matches=password_matches,
@@ -40,4 +46,5 @@ class FilterModule(object):
             "slurm_munge_key_plan": slurm_munge_key_plan,
             "slurm_state_problems": slurm_state_problems,
             "slurm_db_user_plan": slurm_db_user_plan,
+            "slurm_state_dirs": slurm_state_dirs,
         }

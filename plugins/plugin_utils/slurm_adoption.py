@@ -88,6 +88,15 @@ def munge_key_plan(key_exists, marker_exists=False, rotate=False, key_hosts=(), 
                        "every one of them first, then munge restarts on each." % (ROTATE_SWITCH, _names(key_hosts)))}
 
 
+def state_dirs_to_read(state_save_location, live_conf=None):
+    """The StateSaveLocations to read before judging: the live slurm.conf's (if any) and the role's, sorted, once each."""
+    live = parse_slurm_conf(live_conf).get("statesavelocation")
+    paths = set([(state_save_location or "").rstrip("/") or "/"])
+    if live:
+        paths.add(live.rstrip("/") or "/")
+    return sorted(paths)
+
+
 def state_problems(cluster_name, state_save_location, live_conf=None, state_dirs=None):
     """Why the role may not apply its ClusterName and StateSaveLocation to this controller ([] when it may).
 

@@ -144,3 +144,9 @@ def test_existing_user_with_another_password_is_refused():
 
 def test_mariadb_not_answering_is_judged_later():
     assert F["slurm_db_user_plan"](None, password_file_exists=False)["action"] == "unknown"
+
+
+def test_state_dirs_to_read_are_the_live_and_the_roles():
+    assert F["slurm_state_dirs"]("/var/lib/slurm/slurmctld", live_conf=LIVE) == ["/var/lib/slurm/slurmctld", "/var/spool/slurmctld"]
+    assert F["slurm_state_dirs"]("/var/spool/slurmctld/", live_conf=LIVE) == ["/var/spool/slurmctld"]
+    assert F["slurm_state_dirs"]("/var/lib/slurm/slurmctld", live_conf=None) == ["/var/lib/slurm/slurmctld"]
