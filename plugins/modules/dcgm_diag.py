@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: dcgm_diag
 short_description: Run NVIDIA DCGM diagnostics (dcgmi diag) and fail when a test fails
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Runs C(dcgmi diag -r <level>) on the node's GPUs (or the GPUs in O(gpus)), parses the per-test and per-GPU
     results and fails when any test fails, naming the tests and GPUs.

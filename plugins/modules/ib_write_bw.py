@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: ib_write_bw
 short_description: Plan and run ib_write_bw (perftest) between node pairs, every HCA at once
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Tests InfiniBand RDMA write bandwidth between pairs of nodes with perftest's C(ib_write_bw), in three modes.
   - O(mode=plan) runs nothing. It returns a ring of the nodes in O(nodes) (node i with node i+1) as rounds of

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: lfs_stripe
 short_description: Manage the default Lustre striping (plain or progressive file layout) of a directory
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads the default layout of a Lustre directory with C(lfs getstripe -y -d), compares it with the requested
     layout and runs C(lfs setstripe) only when they differ, then reads it back and fails if it did not stick.

@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 module: nccl_isolate
 short_description: Name the node or node pair behind a multi-node NCCL run that misses its bus bandwidth
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - When an C(all_reduce_perf) run across many nodes misses its bus bandwidth threshold or fails, finds which
     node(s) or node pair(s) cause it, as the validation runbooks of the large clouds do, instead of reporting that

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: nvidia_smi
 short_description: Set persistence mode, power limit, locked clocks and application clocks of NVIDIA GPUs
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Reads the state of every GPU with one C(nvidia-smi --query-gpu=... --format=csv,noheader,nounits) call,
     compares it with the requested settings and runs the C(nvidia-smi) setters only for the GPUs that differ

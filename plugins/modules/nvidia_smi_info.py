@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: nvidia_smi_info
 short_description: Report NVIDIA GPUs, their power, clock and health state, and the GPU/NIC topology
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Runs C(nvidia-smi -q -x) once and, unless O(topology=false), C(nvidia-smi topo -m) once, and returns
     the parsed result. Never changes anything.

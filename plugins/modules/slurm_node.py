@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: slurm_node
 short_description: Drain and resume Slurm nodes without touching other people's drains
-version_added: 0.1.0
+version_added: 1.0.0
 description:
   - Drains (C(scontrol update State=DRAIN Reason=...)) or resumes (C(State=RESUME)) Slurm nodes for rolling
     maintenance, the way NHC does it - reasons belong to whoever set them.
@@ -79,7 +79,7 @@ options:
       - Also used to record why a node stays drained (C(cf-roll:<run> FAILED <check>)) over this run's own reason.
     type: bool
     default: false
-    version_added: 0.2.0
+    version_added: 1.0.0
   force:
     description:
       - With O(state=resumed), also resume nodes drained by someone else (any reason).

@@ -11,7 +11,7 @@ DOCUMENTATION = r"""
 ---
 module: slurm_node_info
 short_description: Read the state, reason and GPUs of Slurm nodes
-version_added: 0.2.0
+version_added: 1.0.0
 description:
   - Reads every listed node (or every node of the cluster) with one C(scontrol show node) call and returns, per
     node, the state split into base state and flags, whether it is drained or still draining, who drained it and
