@@ -41,9 +41,9 @@ SERIAL_SUFFIXES = ("_serial", "_batch_size")
 # Whole-number units in names with no range of their own (suboptions): the value cannot be negative.
 NON_NEGATIVE_SUFFIXES = ("_seconds", "_minutes", "_days", "_mb", "_mib", "_kib", "_watts", "_c", "_limit", "_bytes")
 # Words in a name that make it a count, an interval, a size or a limit: with a number type it needs a range.
-RANGE_WORDS = re.compile(r"(_seconds|_minutes|_hours|_days|_mb|_mib|_kib|_gib|_bytes|_watts|_c|_count|_size|"
-                         r"_iterations|_level|_percent|_port|_gbps|_increase|_links|_runs|_pairs|_per_node|_weight_"
-                         r"|_index|_priority|_timeout|_limit|_interval|_retention|_concurrent|_batch|_strikes)")
+RANGE_WORDS = re.compile(r"(_seconds|_minutes|_hours|_days|_mb|_mib|_kib|_gib|_bytes|_watts|_c|_count|_size|_iterations|"
+                         r"_level|_percent|_port|_gbps|_increase|_links|_runs|_pairs|_per_node|_index|_priority)$|"
+                         r"_(count|interval|retention|concurrent|timeout|batch|limit|weight)_")
 HOSTS_SHOWN = 4
 _RULES = {}
 
