@@ -58,6 +58,7 @@ ROLLING_VARIABLES = (
     "rolling_plan",
     "rolling_run_id",
     "rolling_apply_hosts",
+    "rolling_adopt_drains_of_other_runs",
     "rolling_drain_timeout_seconds",
     "rolling_poll_interval_seconds",
     "rolling_reboot_ok",
@@ -72,7 +73,7 @@ ROLLING_VARIABLES = (
 
 # Read once for the whole roll (the plan on the controller, the serial: keyword): one value for the cluster.
 CLUSTER_WIDE = ("rolling_roles", "rolling_nodes", "rolling_serial", "rolling_max_unavailable_percent",
-                "rolling_plan", "rolling_run_id", "rolling_apply_hosts")
+                "rolling_plan", "rolling_run_id", "rolling_apply_hosts", "rolling_adopt_drains_of_other_runs")
 # Read on each node by the per-node steps and the health gate.
 PER_NODE = tuple(v for v in ROLLING_VARIABLES if v not in CLUSTER_WIDE)
 
@@ -366,6 +367,7 @@ RULES = {
     "rolling_plan": _switch("rolling_plan"),
     "rolling_run_id": _run_id,
     "rolling_apply_hosts": _apply_hosts,
+    "rolling_adopt_drains_of_other_runs": _switch("rolling_adopt_drains_of_other_runs"),
     "rolling_drain_timeout_seconds": _seconds,
     "rolling_poll_interval_seconds": _seconds,
     "rolling_reboot_ok": _switch("rolling_reboot_ok"),
