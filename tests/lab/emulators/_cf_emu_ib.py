@@ -4,7 +4,8 @@
 Profile from $CLUSTERFORGE_EMU_IB_PROFILE: ``ndr`` (default, Rate 400) or ``hdr`` (Rate 200): 8 ConnectX-7
 HCAs mlx5_0..mlx5_7 (CA type MT4129), one InfiniBand port each, Active/LinkUp, cabled to two Quantum-2 leaf
 switches. Injections live in $CLUSTERFORGE_EMU_STATE_DIR/ib.json (default /var/lib/clusterforge-emu):
-``{"ports": {"mlx5_3": {"down": true}, "mlx5_2": {"rate": 200}}, "ibdiagnet_errors": N}``.
+``{"ports": {"mlx5_3": {"down": true}, "mlx5_2": {"rate": 200}}, "ibdiagnet_errors": N}``, and
+``"link_layer": "Ethernet"`` for RoCE NICs (``ibstat --emu-link-layer Ethernet``: LID 0, no subnet manager).
 """
 
 import json
@@ -58,17 +59,22 @@ def _guid(i):
 def hcas():
     """The 8 HCAs with their current port state."""
     rate = PROFILES[profile()]
-    inj = load().get("ports", {})
+    state = load()
+    inj = state.get("ports", {})
+    link_layer = state.get("link_layer", "InfiniBand")
     out = []
     for i in range(8):
         name = "mlx5_%d" % i
         guid = _guid(i)
-        port = {"state": "Active", "phys": "LinkUp", "rate": rate, "lid": 0x80 + i * 3, "sm_lid": 1}
+        port = {"state": "Active", "phys": "LinkUp", "rate": rate, "lid": 0x80 + i * 3, "sm_lid": 1,
+                "link_layer": link_layer}
+        if link_layer == "Ethernet":
+            port.update(lid=0, sm_lid=0)
         extra = inj.get(name, {})
         if extra.get("rate"):
             port["rate"] = int(extra["rate"])
         if extra.get("down"):
-            port.update(state="Down", phys="Polling", rate=10, lid=65535, sm_lid=0)
+            port.update(state="Down", phys="Polling", rate=10, lid=65535 if link_layer == "InfiniBand" else 0, sm_lid=0)
         out.append({"name": name, "ca_type": "MT4129", "fw": "28.39.1002", "hw": "0", "guid": guid, "port": port,
                     "switch": "cf-leaf%02d" % (i // 4 + 1), "switch_port": (i % 4) * 2 + 1})
     return out
