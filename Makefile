@@ -44,6 +44,7 @@ ROLES_ON_BOTH_SUITES = slurm_controller slurm_compute
 phase = @printf '\n==> [%s] %s\n' "$$(date +%H:%M:%S)" "$(1)"
 
 .PHONY: help deps venv link bootstrap lab lab-up lab-converge lab-validate lab-down lint yamllint ansible-lint \
+        changelog-lint docs-lint \
         sanity test-unit test-integration molecule molecule-all images checks stream-checks stream-lab test-lab test bench bench-scale build ee clean
 
 help:
@@ -53,7 +54,7 @@ help:
 	@echo "make bench-scale  scale lab: 8, 16, 32 and 64 cloned GPU nodes (docs/performance.md)"
 	@echo "make test       yamllint, ansible-lint, ansible-test sanity, unit tests, every molecule scenario, lab end-to-end"
 	@echo "make test-unit  unit and conformance tests only (seconds)"
-	@echo "make lint       yamllint and ansible-lint (production profile)"
+	@echo "make lint       yamllint, ansible-lint (production profile), antsibull-changelog lint, antsibull-docs lint"
 	@echo "make molecule ROLE=<name>   one role's molecule scenario"
 	@echo "make build      ansible-galaxy collection build"
 
@@ -117,7 +118,17 @@ ansible-lint: venv link
 	$(call phase,ansible-lint (production profile))
 	@ansible-lint --offline
 
-lint: link yamllint ansible-lint
+# The release notes' fragments (changelogs/fragments) and the plugins' and roles' documentation, as the Ansible
+# docsite and antsibull-changelog read them (docs/releasing.md).
+changelog-lint: venv
+	$(call phase,antsibull-changelog lint)
+	@antsibull-changelog lint
+
+docs-lint: venv link
+	$(call phase,antsibull-docs lint-collection-docs --plugin-docs)
+	@antsibull-docs lint-collection-docs --plugin-docs .
+
+lint: link yamllint ansible-lint changelog-lint docs-lint
 
 sanity: venv
 	$(call phase,ansible-test sanity)
