@@ -116,7 +116,8 @@ CONF_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 WRITTEN_KEYS = dict((k.lower(), v) for k, v in (
     ("ClusterName", "slurm_controller_cluster_name"), ("SlurmctldHost", None), ("SlurmctldParameters", None),
     ("SlurmctldPort", "slurm_controller_slurmctld_port"), ("SlurmdPort", "slurm_controller_slurmd_port"),
-    ("SlurmUser", None), ("AuthType", None), ("CredType", None), ("StateSaveLocation", None),
+    ("SlurmUser", None), ("AuthType", None), ("CredType", None),
+    ("StateSaveLocation", "slurm_controller_state_save_location"),
     ("SlurmdSpoolDir", None), ("SlurmctldPidFile", None), ("SlurmdPidFile", None), ("SlurmctldLogFile", None),
     ("SlurmdLogFile", None), ("MpiDefault", None), ("SwitchType", None), ("SelectType", None),
     ("SelectTypeParameters", "slurm_controller_select_type_parameters"),
@@ -522,8 +523,11 @@ def _rule_controller_paths(ctx):
             ("slurm_controller_prolog_dir", "slurm.conf's Prolog line", True),
             ("slurm_controller_epilog_dir", "slurm.conf's Epilog line", True),
             ("slurm_controller_reboot_program", "slurm.conf's RebootProgram line", False),
-            ("slurm_controller_secrets_dir", "the controller's secrets directory", True)):
+            ("slurm_controller_secrets_dir", "the controller's secrets directory", True),
+            ("slurm_controller_state_save_location", "slurm.conf's StateSaveLocation line", True)):
         value = ctx.ctl_value(name)
+        if value is None and name == "slurm_controller_state_save_location":
+            continue  # null: the OS's directory
         problem = _path_problem(value, what, directory)
         if problem:
             ctx.add(ctx.ctl, name, problem)
