@@ -251,7 +251,7 @@ def _listeners(inv, rules):
                     out.setdefault(host, []).append((value, name, "%s (%s)" % (name, entry.get("service", role))))
         for fixed in rules[role]["fixed_ports"]:
             for host in inv.role_hosts(role):
-                out.setdefault(host, []).append((fixed["port"], None, "%s's fixed port" % fixed["service"]))
+                out.setdefault(host, []).append((fixed["port"], None, "%s (a fixed port)" % fixed["service"]))
     return out
 
 
@@ -272,8 +272,8 @@ def port_errors(inv, root=None):
         first = {}
         for port, name, label in ports:
             if port in first and first[port] != label:
-                add(host, "%s: port %d is already %s on this host; each service needs its own port"
-                    % (name or label, port, first[port]))
+                add(host, "%s: port %d is also the port of %s on this host; each service needs its own port"
+                    % (label, port, first[port]))
             first.setdefault(port, label)
     owners = dict((name, role) for role in rules for name in rules[role]["ports"])
     for role in sorted(rules):

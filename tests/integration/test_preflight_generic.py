@@ -26,8 +26,8 @@ MONITORING = [
     ("all", "monitoring_alertmanager_webhook_url", "hooks.example.org/alert",
      "monitoring_alertmanager_webhook_url: 'hooks.example.org/alert' is not a URL"),
     ("all", "monitoring_prometheus_port", 9100,
-     "head01: monitoring_prometheus_port: port 9100 is already monitoring_node_exporter_port (node-exporter) on "
-     "this host"),
+     "head01: monitoring_prometheus_port (Prometheus): port 9100 is also the port of "
+     "monitoring_node_exporter_port (node-exporter) on this host"),
     ("all", "monitoring_dcgm_exporter_port", 9500,
      "head01: monitoring_dcgm_exporter_port: the dcgm-exporter scrape uses port 9500, but dcgm_exporter_listen_port "
      "is 9400 on gpu01, gpu02"),

@@ -33,7 +33,8 @@ CASES = [
     (mutate_kernel_params_in_one_string, "'iommu=pt intel_iommu=on' is not one kernel parameter"),
     (mutate_nofile_above_nr_open, "common_os_nofile_limit: 4194304 is above the kernel's fs.nr_open"),
     (mutate_memlock_word, "common_os_memlock_limit: must be 'unlimited' (what RDMA needs)"),
-    (mutate_exporter_on_slurmd_port, "gpu02: dcgm_exporter_listen_port: 6818 is already slurmd"),
+    (mutate_exporter_on_slurmd_port, "gpu01, gpu02: slurm_controller_slurmd_port (slurmd): port 6818 is also "
+                                     "the port of dcgm_exporter_listen_port (dcgm-exporter) on this host"),
 ]
 
 

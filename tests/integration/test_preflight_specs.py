@@ -157,6 +157,8 @@ def test_bool_from_the_command_line_gets_advice_that_works_as_printed(tmp_path):
 
 def test_integer_from_the_command_line_gets_the_json_advice(tmp_path):
     inv = base_inventory()
+    # Monitoring scrapes the exporter's port: preflight refuses a scrape of another port than dcgm starts.
+    all_vars(inv)["monitoring_dcgm_exporter_port"] = 9401
     rc, out = run_playbook(tmp_path, inv, extra_args=["-e", "dcgm_exporter_listen_port=9401"])
     out = unescaped(out)
     assert_rejected_before_any_change(rc, out, "dcgm_exporter_listen_port: must be an integer, got the string '9401'")
@@ -168,6 +170,7 @@ def test_integer_from_the_command_line_gets_the_json_advice(tmp_path):
 
 def test_typo_is_a_warning_and_an_error_when_strict(tmp_path):
     inv = copy.deepcopy(base_inventory())
+    # More than one edit away (one edit away is an error whatever preflight_strict says: test_preflight_generic.py).
     group_vars(inv, "gpu_nodes")["gpu_tuning_power_limt_w"] = 600
     warning = "inventory: gpu_tuning_power_limt_w (on gpu01, gpu02): no role or playbook defines this variable; " \
               "did you mean gpu_tuning_power_limit_watts?"

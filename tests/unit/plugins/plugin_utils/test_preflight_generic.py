@@ -134,15 +134,26 @@ def test_default_ports_do_not_collide():
 
 def test_two_services_on_one_port_of_a_host():
     errs = ports(gpu_nodes={"dcgm_exporter_listen_port": 9100}, all={"monitoring_dcgm_exporter_port": 9100})
-    assert errs == ["gpu01, gpu02: monitoring_node_exporter_port: port 9100 is already dcgm_exporter_listen_port "
-                    "(dcgm-exporter) on this host; each service needs its own port"], errs
+    assert errs == ["gpu01, gpu02: monitoring_node_exporter_port (node-exporter): port 9100 is also "
+                    "the port of dcgm_exporter_listen_port (dcgm-exporter) on this host; each service needs its own port"], errs
+
+
+def test_the_exporter_on_slurmds_port():
+    errs = ports(gpu_nodes={"dcgm_exporter_listen_port": 6818}, all={"monitoring_dcgm_exporter_port": 6818})
+    assert errs == ["gpu01, gpu02: slurm_controller_slurmd_port (slurmd): port 6818 is also the port of "
+                    "dcgm_exporter_listen_port (dcgm-exporter) on this host; each service needs its own port"], errs
+    errs = ports(head01={"slurm_controller_slurmd_port": 9999}, gpu_nodes={"dcgm_exporter_listen_port": 9999},
+                 all={"monitoring_dcgm_exporter_port": 9999})
+    assert len(errs) == 1 and "port 9999 is also the port of dcgm_exporter_listen_port" in errs[0], errs
+    assert ports(gpu_nodes={"dcgm_exporter_enabled": False, "dcgm_exporter_listen_port": 6818},
+                 all={"monitoring_scrape_dcgm_exporter": False}) == []
 
 
 def test_a_port_listening_on_other_hosts_than_its_role():
     # slurmd listens on the GPU nodes though slurm_controller sets its port; nv-hostengine's is fixed.
     errs = ports(head01={"slurm_controller_slurmd_port": 5555}, gpu_nodes={"dcgm_exporter_enabled": True})
-    assert any("gpu01, gpu02: slurm_controller_slurmd_port: port 5555 is already nv-hostengine's fixed port" in e
-               or "gpu01, gpu02: nv-hostengine's fixed port: port 5555 is already" in e for e in errs), errs
+    assert "gpu01, gpu02: slurm_controller_slurmd_port (slurmd): port 5555 is also the port of nv-hostengine " \
+           "(a fixed port) on this host; each service needs its own port" in errs, errs
 
 
 def test_mariadb_fixed_port_on_the_controller():
