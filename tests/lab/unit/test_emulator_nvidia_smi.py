@@ -427,3 +427,22 @@ def test_a_node_identity_gives_its_own_gpu_uuids_and_serials(tmp_path):
     uuids = [line.split(", ")[0] for line in rows["first"] + rows["other"]]
     assert len(set(uuids)) == 16 and all(re.match(r"^GPU-[0-9a-f]{8}-([0-9a-f]{4}-){3}[0-9a-f]{12}$", u) for u in uuids)
     assert all(re.match(r"^\d{13}$", line.split(", ")[1]) for line in rows["first"])
+
+
+def test_a_slurm_step_sees_only_the_gpus_of_its_allocation(emu):
+    """What cgroup device confinement shows a real step: its GPUs alone, numbered from 0. Outside a step (the health
+    check, prolog and epilog: SLURM_JOB_GPUS without SLURM_STEP_ID) every GPU is listed."""
+    every = emu.rows()
+    for key in [k for k in emu.env if k.startswith("SLURM_")]:
+        emu.env.pop(key)
+    emu.env.update({"SLURM_STEP_ID": "0", "SLURM_STEP_GPUS": "3"})
+    lines = emu.ok("-L").splitlines()
+    assert len(lines) == 1 and lines[0].startswith("GPU 0: ") and every[3]["uuid"] in lines[0]
+    emu.env["SLURM_STEP_GPUS"] = "1,5-6"
+    assert [r["uuid"] for r in emu.rows()] == [every[i]["uuid"] for i in (1, 5, 6)]
+    assert [r["index"] for r in emu.rows()] == [0, 1, 2]
+    emu.env.pop("SLURM_STEP_GPUS")
+    emu.env["SLURM_JOB_GPUS"] = "7"  # a batch step: the job's GPUs
+    assert [r["uuid"] for r in emu.rows()] == [every[7]["uuid"]]
+    emu.env.pop("SLURM_STEP_ID")  # a prolog or epilog: the job's GPUs are named, but nothing confines it
+    assert len(emu.rows()) == 8
