@@ -22,6 +22,8 @@ from unittest import mock
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils import _runner
+
 
 class _Exit(Exception):
     def __init__(self, result):
@@ -93,6 +95,10 @@ def run_module(module, args, tool, check_mode=False, diff=False):
     def run_command(self, args, **kwargs):
         return tool.answer(args, kwargs.get("data"))
 
+    def execute(module, cmd, timeout_seconds, data=None, environ_update=None):
+        # the time-limited executor of module_utils/_runner: the scripted tool answers instead
+        return tool.answer(cmd, data)
+
     def get_bin_path(self, arg, required=False, opt_dirs=None):
         if arg in tool.missing:
             if required:
@@ -100,7 +106,7 @@ def run_module(module, args, tool, check_mode=False, diff=False):
             return None
         return "/usr/bin/%s" % arg
 
-    with patch_module_args(args), \
+    with patch_module_args(args), mock.patch.object(_runner, "execute", execute), \
             mock.patch.multiple(basic.AnsibleModule, exit_json=exit_json, fail_json=fail_json,
                                 run_command=run_command, get_bin_path=get_bin_path):
         return _main(module)

@@ -7,6 +7,17 @@ import pytest
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import C_LOCALE, ToolRunner, find_tool, quote
 
 
+@pytest.fixture(autouse=True)
+def _execute_through_run_command(monkeypatch):
+    """These tests script the module's run_command; the runner's time-limited executor hands over to it (the
+    executor itself is tested in test_runner_time_limit.py)."""
+    from ansible_collections.clusterforge.gpu.plugins.module_utils import _runner
+
+    def execute(module, cmd, timeout_seconds, data=None, environ_update=None):
+        return module.run_command(cmd, environ_update=environ_update, data=data, check_rc=False)
+    monkeypatch.setattr(_runner, "execute", execute)
+
+
 class FakeModule(object):
     def __init__(self, found="/usr/local/bin/nvidia-smi", rc=0):
         self.found = found
