@@ -29,6 +29,9 @@ import struct
 import sys
 import uuid
 
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from _cf_emu_identity import hang_if_asked  # noqa: E402,F401  (the hang switch; the Lustre tools call emu.hang_if_asked)
+
 MAGIC = b"CFEMU-LUSTRE-LDD1\n"
 HEADER_SIZE = 4096
 VERSION = "2.15.5"
