@@ -344,8 +344,8 @@ def test_the_plan_reads_its_check_mode_run_beside_the_operators_callbacks(tmp_pa
                    "ansible.builtin.set_fact": {"nvidia_driver_reboot_required": True}}]}]))
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith("ANSIBLE_"))
     # The plan's own environment for its run, and an operator's ansible.cfg that asks for single-line JSON.
-    run = _task("plan", "Plan | run the change in check mode on the candidate nodes")
-    env.update(dict((k, v) for k, v in run["environment"].items() if "{{" not in v))
+    from ansible_collections.clusterforge.gpu.plugins.plugin_utils.rolling_plan import PLAN_ENV
+    env.update(PLAN_ENV)
     env.update(ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0",
                ANSIBLE_CONFIG=str(tmp_path / "ansible.cfg"))
     (tmp_path / "ansible.cfg").write_text("[defaults]\njson_indent = 0\n"

@@ -75,7 +75,10 @@ def test_the_plan_runs_the_apply_playbook_of_its_own_collection():
     plan = _text(ROLE, "tasks", "plan.yml")
     assert "role_path | dirname | dirname ~ '/playbooks/rolling_apply.yml'" in plan
     assert os.path.isfile(os.path.join(ROLE, "..", "..", "playbooks", "rolling_apply.yml"))
-    assert "ANSIBLE_CONFIG:" in plan and "ansible_config_file" in plan
+    run = [t for t in _yaml(ROLE, "tasks", "plan.yml")
+           if t.get("name") == "Plan | run the change in check mode on the candidate nodes"][0]
+    assert "ansible_config_file" in run["clusterforge.gpu.rolling_plan_run"]["config_file"]
+    assert "ansible_config_file" in run["clusterforge.gpu.rolling_plan_run"]["chdir"]
     # run by name from an installed collection, the apply playbook reads nothing outside playbooks/
     files = ("vars_files", "import_playbook", "ansible.builtin.import_playbook", "import_tasks", "include_tasks",
              "ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "include_vars",
@@ -98,7 +101,7 @@ def test_the_plan_gathers_the_facts_of_the_apply_and_does_not_judge_the_inventor
     plan = _yaml(ROLE, "tasks", "plan.yml")
     assert plan[0]["ansible.builtin.assert"]["that"] == "__preflight_passed | default(false)"
     run = [t for t in plan if t.get("name") == "Plan | run the change in check mode on the candidate nodes"][0]
-    assert "'__preflight_passed': true" in run["ansible.builtin.command"]["argv"]
+    assert run["clusterforge.gpu.rolling_plan_run"]["plan_vars"]["__preflight_passed"] is True
 
 
 def test_the_drain_reason_and_the_failure_message_are_unchanged():
