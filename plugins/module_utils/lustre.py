@@ -25,7 +25,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
+import stat as stat_module
 
 SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
 STRIPE_SIZE_ALIGN = 64 * 1024
@@ -578,20 +580,76 @@ def _wanted(target):
                         " of %s" % target["fsname"] if target.get("fsname") else "")
 
 
-def classify_device(target, exists, tunefs=None, blkid=None):
-    """What ``target``'s device holds, from what was read before anything is written.
+# How the probes answer a device that holds nothing, and nothing else. Anything they print beyond these lines (an
+# I/O error, a permission error, a debugfs complaint, a message of a version we have not seen) means the device
+# could not be read cleanly, and such a device is never called blank.
+#
+# tunefs.lustre (lustre/utils/mkfs_lustre.c, built with TUNEFS): osd_is_lustre() prints "checking for existing
+# Lustre data: not found" (stdout), then fatal() and "Device <dev> has not been formatted with mkfs.lustre"
+# (stderr), and it exits ENODEV (19) with "<prog>: exiting with 19 (No such device)".
+TUNEFS_NOT_LUSTRE_RC = 19
+_TUNEFS_NOT_LUSTRE_OUT = (re.compile(r"^checking for existing Lustre data: not found$"),)
+_TUNEFS_NOT_LUSTRE_ERR = (re.compile(r"^\S+ FATAL: Device \S.* has not been formatted with mkfs\.lustre$"),
+                          re.compile(r"^\S+: exiting with 19 \(No such device\)$"))
+# blkid -p (util-linux misc-utils/blkid.c, lowprobe_device()): exit 2 (BLKID_EXIT_NOTFOUND) and no output when it
+# found nothing. It ALSO exits 2 when open() fails ("blkid: error: <dev>: Input/output error" on stderr) and,
+# silently, when a read fails during the probe: exit 2 with an empty stderr does not prove that the device was read,
+# which is why blank also needs the device's first and last MiB read back (device_read_error).
+BLKID_NOTFOUND_RC = 2
+BLKID_AMBIVALENT_RC = 8
+# What is read back from each end of a device before it may be called blank.
+READBACK_BYTES = 1 << 20
+
+
+def _lines(text):
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def tunefs_says_not_lustre(rc, out, err):
+    """True only when ``tunefs.lustre --dryrun`` answered exactly "this device holds no Lustre data": exit 19 with
+    the "has not been formatted with mkfs.lustre" text and no other line. Any other failure (an I/O error, a
+    permission error, a timeout (rc None), an unknown message) is False."""
+    if rc != TUNEFS_NOT_LUSTRE_RC or "has not been formatted with mkfs.lustre" not in (err or ""):
+        return False
+    return (all(any(p.match(line) for p in _TUNEFS_NOT_LUSTRE_OUT) for line in _lines(out))
+            and all(any(p.match(line) for p in _TUNEFS_NOT_LUSTRE_ERR) for line in _lines(err)))
+
+
+def blkid_says_nothing(rc, out, err):
+    """True only when ``blkid -p -o export`` answered "no signature": exit 2, nothing on stdout or stderr."""
+    return rc == BLKID_NOTFOUND_RC and not _lines(out) and not _lines(err)
+
+
+def _first_error(*texts):
+    for text in texts:
+        lines = _lines(text)
+        if lines:
+            return " / ".join(lines)[:500]
+    return ""
+
+
+def classify_device(target, exists, tunefs=None, blkid=None, read_error=False, in_use=None):
+    """THE decision on what ``target``'s device holds, from what was read before anything is written. Every
+    caller that must know whether a device may be formatted uses this function.
 
     ``tunefs`` and ``blkid`` are ``(rc, stdout, stderr)`` of ``tunefs.lustre --dryrun <dev>`` and
-    ``blkid -p -o export <dev>`` (blkid is only needed when tunefs found no Lustre data). Returns
-    ``{"state", "detail", "identity"}`` where state is:
+    ``blkid -p -o export <dev>`` (rc None: no answer within the time limit); blkid is only needed when tunefs found
+    no Lustre data. ``read_error`` is what reading the device's first and last MiB gave: None when both read back,
+    an error text when not, False (the default) when they were not read. ``in_use`` is the list of reasons the device
+    is busy (device_usage()): holders, mounts, swap, partitions in use. Returns ``{"state", "detail", "identity"}``
+    where state is:
 
     * ``present``: the same target (type bits, and fsname and index unless an MGS) is already there;
-    * ``blank``: no Lustre data and no signature at all (blkid exit 2);
-    * ``foreign``: another Lustre target, or another file system / partition table;
+    * ``blank``: EVERY probe answered cleanly that it holds nothing (tunefs.lustre its "not formatted with
+      mkfs.lustre" text and nothing else, blkid exit 2 with no output at all), its first and last MiB read back
+      without error, and nothing uses it;
+    * ``foreign``: another Lustre target, or another file system / partition table / several signatures;
+    * ``in_use``: it looks blank but something holds, mounts or swaps on it (or on one of its partitions);
     * ``missing``: the device does not exist;
-    * ``unknown``: the tools could not say (any other exit status).
+    * ``unreadable``: any other answer (an I/O or permission error, no answer in time, a failed read-back, an
+      unknown message): the device and the error are in the detail.
 
-    Only ``blank`` may be formatted; ``foreign``, ``missing`` and ``unknown`` stop everything.
+    Only ``blank`` may be formatted; every other state except ``present`` stops everything, with format_ok too.
     """
     want = _wanted(target)
     if not exists:
@@ -599,7 +657,7 @@ def classify_device(target, exists, tunefs=None, blkid=None):
     t_rc, t_out, t_err = tunefs if tunefs is not None else (None, "", "")
     parsed = parse_tunefs_dryrun(t_out)
     ldd = parsed["previous"]
-    if parsed["found"] and ldd:
+    if t_rc == 0 and parsed["found"] and ldd:
         flags = ldd.get("flags") or 0
         index = ldd.get("index")
         same = (flags & _TYPE_BITS) == TARGET_TYPE_FLAGS[target["type"]] and (
@@ -620,11 +678,160 @@ def classify_device(target, exists, tunefs=None, blkid=None):
         label = " (label %s)" % props["LABEL"] if props.get("LABEL") else ""
         return {"state": "foreign", "identity": dict(props, source="blkid"),
                 "detail": "holds %s%s, not Lustre data (expected %s)" % (what, label, want)}
-    if b_rc == 2 and t_rc != 0:
-        return {"state": "blank", "detail": want, "identity": None}
-    return {"state": "unknown", "identity": None,
-            "detail": "could not be identified (tunefs.lustre rc %s, blkid rc %s: %s)"
-                      % (t_rc, b_rc, ((b_err or "") + " " + (t_err or "")).strip()[:500])}
+    if b_rc == BLKID_AMBIVALENT_RC and "ambivalent result" in (b_err or ""):
+        return {"state": "foreign", "identity": None,
+                "detail": "holds more than one signature (blkid: %s), not Lustre data (expected %s)"
+                          % (_first_error(b_err), want)}
+
+    def unreadable(why):
+        return {"state": "unreadable", "identity": None,
+                "detail": "is unreadable, refusing to call it blank (expected %s): %s" % (want, why)}
+
+    if t_rc is None and tunefs is not None:
+        return unreadable("tunefs.lustre --dryrun gave no answer in time")
+    if not tunefs_says_not_lustre(t_rc, t_out, t_err):
+        return unreadable("tunefs.lustre --dryrun rc %s: %s" % (t_rc, _first_error(t_err, t_out) or "no output"))
+    if b_rc is None:
+        return unreadable("blkid -p gave no answer%s" % (" in time" if blkid is not None else ""))
+    if not blkid_says_nothing(b_rc, b_out, b_err):
+        return unreadable("blkid -p rc %s: %s" % (b_rc, _first_error(b_err, b_out) or "no output"))
+    if read_error is False:
+        return unreadable("its first and last MiB were not read back")
+    if read_error:
+        return unreadable("reading its first and last MiB failed: %s" % read_error)
+    if in_use:
+        return {"state": "in_use", "identity": None,
+                "detail": "holds no signature but is in use, refusing to format it (expected %s): %s"
+                          % (want, "; ".join(in_use))}
+    return {"state": "blank", "detail": want, "identity": None}
+
+
+# ------------------------------------------------------------------------------------------------ device identity
+# Two paths are the same target when they name the same device: a block device by its device number (st_rdev, after
+# links are followed: /dev/sdb and /dev/disk/by-id/wwn-... are one disk), any other file (a lab "device") by its
+# file system and inode.
+
+def device_key(st):
+    """The identity of a device from its os.stat() result: ``("block", major, minor)`` or ``("file", st_dev, ino)``."""
+    if stat_module.S_ISBLK(st.st_mode):
+        return ("block", os.major(st.st_rdev), os.minor(st.st_rdev))
+    return ("file", st.st_dev, st.st_ino)
+
+
+def describe_key(key):
+    return "block device %d:%d" % (key[1], key[2]) if key[0] == "block" else "file %d:%d" % (key[1], key[2])
+
+
+def duplicate_devices(targets, stat=os.stat):
+    """The problems (list of str) of targets whose devices are one device under different paths, compared by
+    device number (``stat`` follows links). Devices that do not exist are left to the caller."""
+    seen = {}
+    problems = []
+    for pos, t in enumerate(targets):
+        try:
+            key = device_key(stat(t["device"]))
+        except (OSError, TypeError, ValueError):
+            continue
+        if key in seen:
+            first = seen[key]
+            problems.append("targets[%d] (%s) is the same device as targets[%d] (%s): %s"
+                            % (pos, t["device"], first, targets[first]["device"], describe_key(key)))
+        else:
+            seen[key] = pos
+    return problems
+
+
+def parse_mountinfo(text):
+    """``/proc/self/mountinfo`` -> ``[{"devno": "8:17", "mountpoint", "source"}]`` (octal escapes undone)."""
+    def unescape(value):
+        return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), value)
+    mounts = []
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) < 7 or "-" not in fields[6:]:
+            continue
+        sep = fields.index("-", 6)
+        source = fields[sep + 2] if len(fields) > sep + 2 else ""
+        mounts.append({"devno": fields[2], "mountpoint": unescape(fields[4]), "source": unescape(source)})
+    return mounts
+
+
+def _read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def device_usage(path, sys_root="/sys", mountinfo_path="/proc/self/mountinfo", swaps_path="/proc/swaps",
+                 stat=os.stat, realpath=os.path.realpath):
+    """Why ``path`` must not be formatted although it may look blank (list of str, empty when nothing uses it).
+
+    A block device is in use when ``<sys_root>/class/block/<name>/holders`` is not empty (device-mapper, md, LVM
+    built on it), when it or one of its partitions is mounted (``/proc/self/mountinfo``, by device number, or by a
+    source that resolves to it) or is active swap, or when a partition has holders. Any other file (a lab "device")
+    is in use when a mount names it as its source.
+    """
+    reasons = []
+    real = realpath(path)
+    st = stat(real)
+    mounts = parse_mountinfo(_read_text(mountinfo_path) or "")
+    swaps = [line.split()[0] for line in (_read_text(swaps_path) or "").splitlines()[1:] if line.split()]
+
+    def devno_of(other):
+        """The device number (``"8:17"``) of a block device path, None for anything else."""
+        if not other or not other.startswith("/"):
+            return None
+        try:
+            other_st = stat(realpath(other))
+        except (OSError, TypeError, ValueError):
+            return None
+        if not stat_module.S_ISBLK(other_st.st_mode):
+            return None
+        return "%d:%d" % (os.major(other_st.st_rdev), os.minor(other_st.st_rdev))
+
+    if not stat_module.S_ISBLK(st.st_mode):
+        for m in mounts:
+            if m["source"] and (m["source"] == path or m["source"] == real):
+                reasons.append("%s is mounted at %s" % (path, m["mountpoint"]))
+        return reasons
+    devno = "%d:%d" % (os.major(st.st_rdev), os.minor(st.st_rdev))
+    block = os.path.join(sys_root, "class", "block")
+    name = os.path.basename(real)
+    if (_read_text(os.path.join(block, name, "dev")) or "").strip() != devno:
+        name = None
+        try:
+            entries = sorted(os.listdir(block))
+        except OSError:
+            entries = []
+        for entry in entries:
+            if (_read_text(os.path.join(block, entry, "dev")) or "").strip() == devno:
+                name = entry
+                break
+    if name is None:
+        return ["%s (%s) is not listed in %s, so its holders and partitions cannot be checked" % (path, devno, block)]
+    parts = []
+    try:
+        for entry in sorted(os.listdir(os.path.join(block, name))):
+            if os.path.exists(os.path.join(block, name, entry, "partition")):
+                parts.append((entry, (_read_text(os.path.join(block, name, entry, "dev")) or "").strip()))
+    except OSError:
+        pass
+    for label, kname, dn in [("%s (%s)" % (path, name), name, devno)] + \
+            [("partition %s of %s" % (p, path), "%s/%s" % (name, p), pdn) for p, pdn in parts]:
+        try:
+            holders = sorted(os.listdir(os.path.join(block, kname, "holders")))
+        except OSError:
+            holders = []
+        if holders:
+            reasons.append("%s is held by %s" % (label, ", ".join(holders)))
+        for m in mounts:
+            if m["devno"] == dn or devno_of(m["source"]) == dn:
+                reasons.append("%s is mounted at %s" % (label, m["mountpoint"]))
+        if any(devno_of(swap) == dn for swap in swaps):
+            reasons.append("%s is active swap" % label)
+    return reasons
 
 
 # ------------------------------------------------------------------------------------------------ LNet

@@ -16,9 +16,19 @@ description:
     shows the Lustre target a device holds (type, fsname, index); where it finds no Lustre data,
     C(blkid -p -o export <dev>) probes the device itself (not the blkid cache) for any other signature.
   - Each device is then classified. B(The same target already there) is left untouched. B(Anything else) on it
-    (another Lustre target, a file system, a partition table, or a device the tools cannot identify) fails the
-    module, naming the device and its content. B(A blank device) is formatted with C(mkfs.lustre), and only when
-    O(format_ok=true).
+    (another Lustre target, a file system, a partition table) fails the module, naming the device and its content.
+    B(A blank device) is formatted with C(mkfs.lustre), and only when O(format_ok=true).
+  - B(Nothing unreadable is blank.) A device is blank only when every probe answered cleanly that it holds nothing
+    (C(tunefs.lustre) exit 19 with its "has not been formatted with mkfs.lustre" text and no other line; C(blkid -p)
+    exit 2 with no output at all), AND its first and last MiB read back without error within a time limit (C(blkid)
+    also exits 2, silently, when its read fails). Any other answer (an I/O or permission error, no answer in time,
+    an unknown message) makes the device B(unreadable), and the module fails naming the device and the error, also
+    with O(format_ok=true).
+  - A device that looks blank but is in use is refused too, before any format. In use means holders in
+    C(/sys/class/block/<dev>/holders) (device-mapper, md, LVM), the device or one of its partitions mounted
+    (C(/proc/self/mountinfo), by device number) or active swap, or a partition with holders.
+  - Two targets on one device are refused before any device is read. Devices are compared by device number after
+    links are followed, so C(/dev/sdb) and its C(/dev/disk/by-id/...) link are the same device.
   - The module takes B(all the targets of the host in one call), because the safety rule is about the host
     as a whole. ALL devices are classified before ANY is written, and if one of them is foreign or missing,
     nothing is formatted at all. A module called once per target in a loop could format the first devices
@@ -133,6 +143,8 @@ notes:
   - Needs root, because it reads raw devices and formats them.
   - C(tunefs.lustre --dryrun) and C(blkid -p) only read. Each is run at most once per device and run. The
     read-back after a format adds one more C(tunefs.lustre --dryrun) for each formatted device.
+  - A device that both probes call empty is read (its first and last MiB, in a child process that is abandoned
+    after 60 seconds) before it may be called blank. Devices that hold a target are not read this way.
   - Combined with O(format_ok=false), check mode is a safe way to see what a host's devices hold.
   - O(require_raid6) reads C(/proc/mdstat) once and runs no command.
 seealso:
@@ -195,8 +207,9 @@ targets:
     state:
       description:
         - What the device held before the run. V(present) means the same target; V(blank) means nothing at all.
-        - V(foreign) is another Lustre target or another signature. V(missing) means no such device, and
-          V(unknown) means the tools could not say.
+        - V(foreign) is another Lustre target or another signature. V(missing) means no such device.
+        - V(unreadable) means a probe or the read-back did not answer cleanly (the detail has the error), and
+          V(in_use) that it holds nothing but something holds, mounts or swaps on it.
       type: str
       sample: blank
     action:
@@ -229,35 +242,130 @@ msg:
   type: str
 """
 
+import errno
 import os
+import select
+import signal
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.lustre import (
+    READBACK_BYTES,
     TARGET_TYPES,
+    blkid_says_nothing,
     check_targets,
     classify_device,
+    device_usage,
+    duplicate_devices,
     mkfs_args,
+    parse_tunefs_dryrun,
     target_svname,
+    tunefs_says_not_lustre,
 )
 from ansible_collections.clusterforge.gpu.plugins.module_utils.md import md_level_problem, parse_mdstat
 
-REFUSED = ("foreign", "missing", "unknown")
+REFUSED = ("foreign", "missing", "unreadable", "in_use")
+
+# Seconds the read-back of a device's first and last MiB may take (two 1 MiB reads; a healthy disk answers in
+# milliseconds, a failing one retries for minutes in the SCSI error handler).
+DEVICE_READ_SECONDS = 60
 
 
-def read_device(module, tunefs, blkid, target):
-    """Classify one device: tunefs.lustre --dryrun, and blkid -p only when tunefs found no Lustre data."""
+def _read_ends(path, length):
+    """Read the first and last ``length`` bytes of ``path``; raise OSError on any error or short read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        size = os.lseek(fd, 0, os.SEEK_END)
+        for offset in sorted(set([0, max(0, size - length)])):
+            os.lseek(fd, offset, os.SEEK_SET)
+            left = min(length, size - offset)
+            while left > 0:
+                chunk = os.read(fd, left)
+                if not chunk:
+                    raise OSError(errno.EIO, "short read at byte %d of %d" % (size - left, size))
+                left -= len(chunk)
+    finally:
+        os.close(fd)
+
+
+def device_read_error(path, seconds=DEVICE_READ_SECONDS, length=READBACK_BYTES):
+    """Read ``path``'s first and last ``length`` bytes within ``seconds``: None when both read back, else the error
+    text (``Input/output error``, ``Permission denied``, ``no answer in 60 s``...).
+
+    The read runs in a child process with its standard streams on /dev/null: a read stuck in the kernel (D state)
+    can then be left behind, killed, without holding the module's output open or stopping the run.
+    """
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report on the pipe, never return into the module
+        code = 1
+        try:
+            os.close(rfd)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            try:
+                _read_ends(path, length)
+                message = b"ok"
+            except (IOError, OSError) as e:
+                message = ("error:" + (e.strerror or str(e))).encode("utf-8", "replace")
+            os.write(wfd, message[:4096])
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(wfd)
+    deadline = time.time() + seconds
+    data = b""
+    timed_out = False
+    try:
+        while True:
+            left = deadline - time.time()
+            if left <= 0:
+                timed_out = True
+                os.kill(pid, signal.SIGKILL)
+                return "no answer in %s s" % seconds
+            ready, _w, _x = select.select([rfd], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(rfd, 4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(rfd)
+        try:
+            # a child stuck in the kernel cannot die yet: do not wait for it (init reaps it)
+            os.waitpid(pid, os.WNOHANG if timed_out else 0)
+        except OSError:
+            pass
+    text = data.decode("utf-8", "replace")
+    if text == "ok":
+        return None
+    return text[len("error:"):] if text.startswith("error:") else "the read gave no answer"
+
+
+def read_device(module, tunefs, blkid, target, read_seconds=DEVICE_READ_SECONDS):
+    """Classify one device (lustre.classify_device decides): tunefs.lustre --dryrun; when it found no Lustre data,
+    blkid -p; when both said cleanly that the device holds nothing, the read-back of its first and last MiB and the
+    check that nothing holds or mounts it. Nothing is written."""
     device = target["device"]
     if not os.path.exists(device):
         return classify_device(target, False)
     tu = tunefs.run(["--dryrun", device], check_rc=False)
-    first = classify_device(target, True, tunefs=tu, blkid=(None, "", ""))
-    if first["identity"] and first["identity"].get("source") == "tunefs.lustre":
-        return first
+    if tu[0] == 0 and parse_tunefs_dryrun(tu[1])["found"]:
+        return classify_device(target, True, tunefs=tu)
     bl = blkid.run(["-p", "-o", "export", device], check_rc=False)
-    return classify_device(target, True, tunefs=tu, blkid=bl)
+    if not (tunefs_says_not_lustre(*tu) and blkid_says_nothing(*bl)):
+        return classify_device(target, True, tunefs=tu, blkid=bl)
+    read_error = device_read_error(device, read_seconds)
+    try:
+        in_use = device_usage(device)
+    except (IOError, OSError) as e:
+        in_use = ["its use cannot be checked: %s" % to_native(e)]
+    return classify_device(target, True, tunefs=tu, blkid=bl, read_error=read_error, in_use=in_use)
 
 
 def raid6_problems(module, targets, mdstat_path):
@@ -318,6 +426,9 @@ def main():
 
     # Bad input fails before any device is read.
     problems = check_targets(targets)
+    if not problems:
+        # /dev/sdb and /dev/disk/by-id/wwn-... are one disk: compared by device number, not by path
+        problems = duplicate_devices(targets)
     if problems:
         module.fail_json(msg="invalid targets: %s" % "; ".join(problems), changed=False, targets=[], cmd=[])
 

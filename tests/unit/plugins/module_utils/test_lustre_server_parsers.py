@@ -226,15 +226,23 @@ def test_classify_other_signature_is_foreign():
     assert r["detail"].startswith("holds gpt, not Lustre data")
 
 
-def test_classify_blank_missing_unknown():
-    assert L.classify_device(OST2, True, tunefs=TUNEFS_NOT_FOUND, blkid=(2, "", ""))["state"] == "blank"
+def test_classify_blank_missing_unreadable():
+    """Blank needs every probe's clean answer AND the read-back (tests/unit/plugins/module_utils/test_lustre_blank.py
+    has every outcome with the real texts)."""
+    assert L.classify_device(OST2, True, tunefs=TUNEFS_NOT_FOUND, blkid=(2, "", ""), read_error=None,
+                             in_use=[])["state"] == "blank"
+    # not read back: never blank
+    assert L.classify_device(OST2, True, tunefs=TUNEFS_NOT_FOUND, blkid=(2, "", ""))["state"] == "unreadable"
     missing = L.classify_device(OST2, False)
     assert missing["state"] == "missing" and missing["detail"] == "does not exist (expected ost testfs-OST0002 of testfs)"
     # blkid exit 8: ambivalent probing result (two signatures) - never formatted
-    r = L.classify_device(OST2, True, tunefs=TUNEFS_NOT_FOUND, blkid=(8, "", "ambivalent result"))
-    assert r["state"] == "unknown" and "blkid rc 8" in r["detail"] and "ambivalent" in r["detail"]
+    r = L.classify_device(OST2, True, tunefs=TUNEFS_NOT_FOUND, blkid=(8, "", "blkid: /dev/ost2: ambivalent result "
+                                                                             "(probably more filesystems on the device, "
+                                                                             "use wipefs(8) to see more details)\n"))
+    assert r["state"] == "foreign" and "holds more than one signature" in r["detail"] and "ambivalent" in r["detail"]
     # blkid found nothing but tunefs "succeeded" without Lustre data: not provably blank
-    assert L.classify_device(OST2, True, tunefs=(0, "", ""), blkid=(2, "", ""))["state"] == "unknown"
+    r = L.classify_device(OST2, True, tunefs=(0, "", ""), blkid=(2, "", ""), read_error=None, in_use=[])
+    assert r["state"] == "unreadable" and "tunefs.lustre --dryrun rc 0: no output" in r["detail"]
 
 
 # --------------------------------------------------------------------------------------------- LNet

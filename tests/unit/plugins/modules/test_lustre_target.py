@@ -189,8 +189,8 @@ def test_unidentifiable_device_refused(devs):
             return 8, "", "blkid: ambivalent result (probably more filesystems on the device)\n"
         return FakeTools({})(argv, data)
     result, tool = run({"targets": targets(devs)[:1], "format_ok": True}, handler)
-    assert result["failed"] is True and "could not be identified (tunefs.lustre rc 19, blkid rc 8" in result["msg"]
-    assert tool.count("mkfs.lustre") == 0
+    assert result["failed"] is True and "holds more than one signature (blkid: blkid: ambivalent result" in result["msg"]
+    assert result["targets"][0]["state"] == "foreign" and tool.count("mkfs.lustre") == 0
 
 
 @pytest.mark.parametrize("bad, needle", [
@@ -277,7 +277,7 @@ def test_raid6_osts_proceed(mddevs):
 
 
 def test_non_raid6_osts_fail_before_any_command_naming_each(mddevs):
-    tg = raid_targets(mddevs, "md0", "sdb", "md2", "md127", "md/ost2", "md3")
+    tg = raid_targets(mddevs, "md0", "sdb", "md127", "md/ost2", "md3")
     for check_mode in (False, True):
         result, tool = run({"targets": tg, "format_ok": True, "require_raid6": True, "mdstat_path": MDSTAT},
                            FakeTools({}), check_mode=check_mode)
@@ -287,7 +287,6 @@ def test_non_raid6_osts_fail_before_any_command_naming_each(mddevs):
                               "devices are not active md RAID-6 arrays in %s, nothing was formatted: " % MDSTAT)
         problems = msg.split("nothing was formatted: ", 1)[1].split("; ")
         assert problems == ["%s (sdb) is not an md array" % mddevs["sdb"],
-                            "%s (md2) is raid5, not raid6" % mddevs["md2"],
                             "%s (md127) is inactive" % mddevs["md127"],
                             "%s (md2) is raid5, not raid6" % mddevs["md/ost2"],
                             "%s (md3) is raid1, not raid6" % mddevs["md3"]]
@@ -328,3 +327,105 @@ def test_raid6_missing_ost_device(mddevs, tmp_path):
     result, tool = run({"targets": tg, "format_ok": True, "require_raid6": True, "mdstat_path": MDSTAT}, FakeTools({}))
     assert result["failed"] is True and tool.calls == []
     assert result["msg"].endswith("nothing was formatted: %s does not exist" % (tmp_path / "md9"))
+
+
+# ------------------------------------------------------------------------------------------------ nothing unreadable is blank
+# Real texts: blkid -p prints warn("error: %s") -> "blkid: error: <dev>: <strerror>" and exits 2 when open() fails,
+# and exits 2 WITHOUT a word when a read fails inside the probe (util-linux misc-utils/blkid.c lowprobe_device()).
+
+def eio_blkid(bad):
+    """FakeTools, except that blkid answers for the devices in ``bad`` as util-linux does when open() gets EIO."""
+    def handler(argv, data):
+        if argv[0].endswith("blkid") and argv[-1] in bad:
+            return 2, "", "blkid: error: %s: Input/output error\n" % argv[-1]
+        return FakeTools({})(argv, data)
+    return handler
+
+
+def test_unreadable_device_refused_even_with_format_ok(devs):
+    for check_mode in (False, True):
+        result, tool = run({"targets": targets(devs), "format_ok": True}, eio_blkid([devs["ost1"]]),
+                           check_mode=check_mode)
+        assert result["failed"] is True and result["changed"] is False and tool.count("mkfs.lustre") == 0
+        assert result["msg"].startswith("refusing to touch these devices, nothing was formatted: %s is unreadable, "
+                                        "refusing to call it blank (expected ost cflab-OST0001 of cflab): blkid -p rc 2: "
+                                        "blkid: error: %s: Input/output error" % (devs["ost1"], devs["ost1"]))
+        states = [(t["state"], t["action"]) for t in result["targets"]]
+        assert states == [("blank", "none"), ("blank", "none"), ("unreadable", "refuse")]
+
+
+def test_silent_blkid_but_failing_read_back_refused(devs, monkeypatch):
+    """blkid exit 2 with nothing on stderr and the real tunefs text, but the device's first MiB gives EIO."""
+    real = lustre_target._read_ends
+
+    def read_ends(path, length):
+        if path == devs["ost0"]:
+            raise OSError(5, "Input/output error")
+        return real(path, length)
+    monkeypatch.setattr(lustre_target, "_read_ends", read_ends)
+    result, tool = run({"targets": targets(devs), "format_ok": True}, FakeTools({}))
+    assert result["failed"] is True and tool.count("mkfs.lustre") == 0
+    assert ("%s is unreadable, refusing to call it blank (expected ost cflab-OST0000 of cflab): reading its first and "
+            "last MiB failed: Input/output error" % devs["ost0"]) in result["msg"]
+
+
+def test_in_use_device_refused(devs, monkeypatch):
+    monkeypatch.setattr(lustre_target, "device_usage",
+                        lambda path: ["%s is mounted at /scratch" % path] if path == devs["mdt0"] else [])
+    result, tool = run({"targets": targets(devs), "format_ok": True}, FakeTools({}))
+    assert result["failed"] is True and tool.count("mkfs.lustre") == 0
+    assert result["targets"][0]["state"] == "in_use"
+    assert ("%s holds no signature but is in use, refusing to format it (expected mgs_mdt cflab-MDT0000 of cflab): "
+            "%s is mounted at /scratch" % (devs["mdt0"], devs["mdt0"])) in result["msg"]
+
+
+def test_present_target_is_not_read_back_or_checked_for_use(devs, monkeypatch):
+    """A mounted, running target is the normal case on a second run: only blank candidates are checked."""
+    monkeypatch.setattr(lustre_target, "device_usage", lambda path: ["%s is mounted" % path])
+    monkeypatch.setattr(lustre_target, "device_read_error", lambda path, seconds: "Input/output error")
+    result, _tool = run({"targets": targets(devs)}, FakeTools(present(devs)))
+    assert "failed" not in result and result["changed"] is False, result
+
+
+def test_by_id_link_of_a_listed_device_refused_before_any_command(devs, tmp_path):
+    byid = tmp_path / "by-id"
+    byid.mkdir()
+    os.symlink(devs["ost0"], str(byid / "wwn-0x5000c500a1b2c3d4"))
+    tg = targets(devs)
+    tg[2]["device"] = str(byid / "wwn-0x5000c500a1b2c3d4")
+    result, tool = run({"targets": tg, "format_ok": True}, FakeTools({}))
+    assert result["failed"] is True and tool.calls == []
+    assert result["msg"].startswith("invalid targets: targets[2] (%s) is the same device as targets[1] (%s): file "
+                                    % (tg[2]["device"], devs["ost0"]))
+
+
+def test_device_read_error_reads_both_ends(tmp_path):
+    dev = tmp_path / "dev"
+    with open(str(dev), "wb") as f:
+        f.truncate(3 << 20)
+    assert lustre_target.device_read_error(str(dev), 10) is None
+    assert lustre_target.device_read_error(str(tmp_path / "nosuch"), 10) == "No such file or directory"
+
+
+def test_device_read_error_time_limit(tmp_path, monkeypatch):
+    import time
+    dev = tmp_path / "dev"
+    dev.write_bytes(b"x")
+    monkeypatch.setattr(lustre_target, "_read_ends", lambda path, length: time.sleep(30))
+    start = time.time()
+    assert lustre_target.device_read_error(str(dev), 0.5) == "no answer in 0.5 s"
+    assert time.time() - start < 5
+
+
+def test_probe_without_an_answer_fails_naming_the_device(devs):
+    from ansible_collections.clusterforge.gpu.plugins.module_utils import _runner
+    if not hasattr(_runner, "ToolTimeout"):
+        pytest.skip("the runner has no time limit in this tree")
+
+    def handler(argv, data):
+        if argv[0].endswith("blkid"):
+            raise _runner.ToolTimeout(argv, 60)
+        return FakeTools({})(argv, data)
+    result, tool = run({"targets": targets(devs)[:1], "format_ok": True}, handler)
+    assert result["failed"] is True and tool.count("mkfs.lustre") == 0
+    assert result["msg"] == "no answer in 60 s: /usr/bin/blkid -p -o export %s" % devs["mdt0"]
