@@ -438,17 +438,16 @@ def _label(value):
 
 
 def extra_role_variables(names, root=None):
-    """A role variable given with -e to a rolling playbook would be a silent no-op: the plan is a check-mode run of
-    rolling_apply.yml that is given only the rolling variables, so it finds no change and nothing is rolled (and the
-    next site.yml, which reads the inventory, would undo it anyway). Refuse it and say where the change goes.
+    """A role variable given with -e to a rolling playbook would not last: the roll would apply it, and the next
+    site.yml, which reads the inventory, would undo it. Refuse it and say where the change goes.
     The variables of the roles that change no node (preflight, rolling itself, validate) are not a change."""
     role_vars = set()
     for role, options in load_role_specs(root).items():
         if role not in NOT_A_CHANGE:
             role_vars.update(options)
-    return ["inventory: %s: given with -e: a rolling change is planned and applied from the inventory (the plan's "
-            "check-mode run does not see -e values, so it would find no change, and the next site.yml would not "
-            "keep it); set %s in group_vars or host_vars, or in an extra inventory source (-i change.yml), then roll"
+    return ["inventory: %s: given with -e: a rolling change is planned and applied from the inventory (the next "
+            "site.yml, which reads the inventory, would not keep a -e value); set %s in group_vars or host_vars, or in "
+            "an extra inventory source (-i change.yml), then roll"
             % (name, name) for name in names if name in role_vars or name.startswith("cluster_")]
 
 

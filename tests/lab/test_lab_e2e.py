@@ -330,6 +330,7 @@ def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_p
         assert states["gpu01"][0] == "drain", states
         assert states["gpu01"][1].startswith("cf-roll:") and "FAILED dcgm-diag" in states["gpu01"][1], states
         assert "software on GPU 3" in states["gpu01"][1], states
+        run_id = re.match(r"cf-roll:(\S+) FAILED ", states["gpu01"][1]).group(1)
         # The canary failed: the later batch (gpu02) was never drained nor changed.
         assert states["gpu02"] == ("idle", "none"), states
         assert all(snap.get("gpu02", ("idle", ""))[0].rstrip("*") == "idle" for snap in mon.snapshots)
@@ -337,7 +338,8 @@ def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_p
     finally:
         podman_exec("gpu01", "dcgmi", "--emu-reset")
 
-    rc, out = roll(tmp_path, POWER_BASE_W + 100)
+    # A re-run adopts the stopped roll's drain only when it names that roll's run id.
+    rc, out = roll(tmp_path, POWER_BASE_W + 100, "-e", "rolling_run_id=%s" % run_id)
     assert rc == 0, out
     assert "left drained by an earlier roll (adopted): gpu01" in out
     states = settled_node_states()
@@ -355,6 +357,39 @@ def test_rolling_check_mode_drains_nothing(converged, tmp_path):
     assert not any(s.startswith(("drain", "drng")) or r != "none" for snap in mon.snapshots for s, r in snap.values()), \
         mon.snapshots
     assert {n: s for n, (s, r) in settled_node_states().items()} == {"gpu01": "idle", "gpu02": "idle"}
+    assert {h: power_limits(h) for h in ("gpu01", "gpu02")} == before
+
+
+def test_a_vaulted_change_is_planned_with_the_operators_vault_secret(converged, tmp_path):
+    """The plan's check-mode run gets the operator's command line: a change in a vaulted inventory source and the
+    rolling variables in a vaulted -e @file, opened with --vault-password-file, are planned (one node, in check mode,
+    so that nothing is left behind). Before the plan got the command line, its run could not open either file.
+    The remote user is not part of this test: the lab's connection (connection_plugins/cf_lab_nsenter.py) enters the
+    containers' namespaces as root and has no user to log in as; tests/unit/plugins/plugin_utils/test_rolling_plan.py
+    proves that -u/--user reaches the plan."""
+    secret = "cf-lab-vault-%d" % os.getpid()
+    password = tmp_path / "vault-pass"
+    password.write_text(secret + "\n")
+    before = {h: power_limits(h) for h in ("gpu01", "gpu02")}
+    power_w = POWER_BASE_W + 30
+    assert before["gpu02"] != [float(power_w)], before
+    change = tmp_path / "change.yml"
+    change.write_text(power_change(power_w))
+    rolling = tmp_path / "rolling.yml"
+    rolling.write_text("rolling_nodes: gpu02\n")
+    for path in (change, rolling):
+        rc, out = run([os.path.join(BIN, "ansible-vault"), "encrypt", "--vault-password-file", str(password), str(path)])
+        assert rc == 0, out
+        assert path.read_text().startswith("$ANSIBLE_VAULT;"), path
+    with Monitor() as mon:
+        rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", str(change),
+                       "playbooks/rolling_reconfigure.yml", "-e", ROLL_ROLES, "-e", "@%s" % rolling,
+                       "--vault-password-file", str(password), "--forks", "3", "--check"], timeout=600)
+    assert rc == 0, out
+    assert "nodes to roll: gpu02" in out and "would change: gpu02" in out, out
+    assert secret not in out
+    assert not any(s.startswith(("drain", "drng")) or r != "none" for snap in mon.snapshots for s, r in snap.values()), \
+        mon.snapshots
     assert {h: power_limits(h) for h in ("gpu01", "gpu02")} == before
 
 
