@@ -326,6 +326,10 @@ def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_p
             rc, out = roll(tmp_path, POWER_BASE_W + 100)
         assert rc != 0, out
         assert "gpu01 failed at 'dcgm-diag'" in out, out
+        # The run ends with the CLUSTERFORGE RECAP (the recap callback), though it stopped: the held node and why.
+        recap_text = out.rsplit("CLUSTERFORGE RECAP", 1)[-1]
+        assert "nodes this run drained and left drained: gpu01: cf-roll:" in recap_text, out[-3000:]
+        assert "failed: gpu01 at " in recap_text and "dcgm-diag" in recap_text, recap_text
         states = settled_node_states()
         assert states["gpu01"][0] == "drain", states
         assert states["gpu01"][1].startswith("cf-roll:") and "FAILED dcgm-diag" in states["gpu01"][1], states
@@ -342,6 +346,8 @@ def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_p
     rc, out = roll(tmp_path, POWER_BASE_W + 100, "-e", "rolling_run_id=%s" % run_id)
     assert rc == 0, out
     assert "left drained by an earlier roll (adopted): gpu01" in out
+    recap_text = out.rsplit("CLUSTERFORGE RECAP", 1)[-1]
+    assert "nodes this run drained and left drained: none" in recap_text and "gpu01" in recap_text, recap_text
     states = settled_node_states()
     assert {n: s for n, (s, r) in states.items()} == {"gpu01": "idle", "gpu02": "idle"}, states
     assert power_limits("gpu01") == [float(POWER_BASE_W + 100)] and power_limits("gpu02") == [float(POWER_BASE_W + 100)]

@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, ClusterForge developers
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The ClusterForge recap: what the operator must know when a run ends, even when it stopped."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: recap
+type: aggregate
+short_description: Ends every run with what the operator must know about the cluster
+version_added: 1.0.0
+description:
+  - At the end of every playbook run (C(site.yml), the rolling change, C(slurm_upgrade.yml), C(health_deep.yml),
+    C(validate.yml)), prints one B(CLUSTERFORGE RECAP) after Ansible's play recap, also when the run stopped on a
+    failure (a task at the end of a playbook would not run then).
+  - "It lists: the nodes that need a reboot and why (the facts C(common_os_reboot_required),
+    C(nvidia_driver_reboot_required) and C(bios_reboot_required)); the nodes this run drained and left drained, with
+    their reason (every M(clusterforge.gpu.slurm_node) result), and those it resumed; the validation verdict and the
+    report's path (the fact C(validate_verdict)); the hosts that failed or were unreachable."
+  - It reads only the results of the run's own tasks; it contacts nothing.
+  - Enable it with C(callbacks_enabled = clusterforge.gpu.recap) in the C([defaults]) section of C(ansible.cfg) (this
+    collection's C(ansible.cfg) and the lab's do).
+requirements:
+  - enable in configuration
+"""
+
+from ansible import context
+from ansible.plugins.callback import CallbackBase
+
+# The facts roles set when a node needs a reboot, and what each means for the operator.
+REBOOT_FACTS = (
+    ("common_os_reboot_required", "kernel parameters"),
+    ("nvidia_driver_reboot_required", "NVIDIA driver"),
+    ("bios_reboot_required", "BIOS settings pending on the BMC"),
+)
+SLURM_NODE_ACTIONS = ("clusterforge.gpu.slurm_node", "slurm_node")
+
+
+class Recap(object):
+    """What the run did that the operator must know, gathered from task results (no Ansible objects: unit-tested)."""
+
+    def __init__(self):
+        self.reboot = {}     # host -> {reason: bool}, the last value each fact was set to
+        self.nodes = {}      # Slurm node -> (last action, reason after)
+        self.verdict = None  # the last validate_verdict fact
+        self.failed = {}     # host -> the first failed task's name and message
+        self.unreachable = {}
+
+    def result(self, host, action, result, task_name=""):
+        """One ok or changed task result."""
+        facts = result.get("ansible_facts") or {}
+        for fact, why in REBOOT_FACTS:
+            if fact in facts:
+                self.reboot.setdefault(host, {})[why] = _true(facts[fact])
+        if isinstance(facts.get("validate_verdict"), dict):
+            self.verdict = facts["validate_verdict"]
+        if action in SLURM_NODE_ACTIONS and not result.get("skipped"):
+            for node in result.get("nodes") or []:
+                if isinstance(node, dict) and node.get("action") in ("drain", "resume") and node.get("name"):
+                    self.nodes[node["name"]] = (node["action"], node.get("reason_after"))
+
+    def failure(self, host, result, task_name="", unreachable=False):
+        """A failed or unreachable result. The host's last one is kept: a failure a rescue handled comes before the one
+        that stopped the host (the rolling hold's "Stop the roll" names the failed step)."""
+        where = self.unreachable if unreachable else self.failed
+        msg = " ".join(str(result.get("msg") or result.get("stderr") or "").split())
+        where[host] = "%s: %s" % (task_name, msg[:300]) if task_name else msg[:300]
+
+    def lines(self, check_mode=False, failed_hosts=None):
+        """The recap's lines. failed_hosts: the hosts Ansible's stats count as failed (a failure that a rescue
+        handled is not one); None keeps every failure seen."""
+        out = []
+        reboot = ["%s (%s)" % (host, ", ".join(sorted(w for w, need in whys.items() if need)))
+                  for host, whys in sorted(self.reboot.items()) if any(whys.values())]
+        out.append("nodes needing a reboot: %s" % ("; ".join(reboot) if reboot else "none"))
+        held = ["%s: %s" % (node, reason or "(no reason)") for node, (action, reason) in sorted(self.nodes.items())
+                if action == "drain"]
+        out.append("nodes this run %sdrained and left drained: %s" % ("would have " if check_mode else "",
+                                                                       "; ".join(held) if held else "none"))
+        resumed = sorted(node for node, (action, _reason) in self.nodes.items() if action == "resume")
+        if resumed:
+            out.append("nodes this run resumed: %s" % ", ".join(resumed))
+        if self.verdict is not None:
+            v = self.verdict
+            out.append("validation: %s%s%s" % (
+                "PASS" if _true(v.get("pass")) else "FAIL",
+                "" if _true(v.get("pass")) else " (%s checks failed)" % v.get("failed", "?"),
+                (", report %s" % v["report"]) if v.get("report") else ""))
+        for host, why in sorted(self.failed.items()):
+            if failed_hosts is not None and host not in failed_hosts:
+                continue
+            out.append("failed: %s at %s" % (host, why))
+        for host, why in sorted(self.unreachable.items()):
+            out.append("unreachable: %s (%s)" % (host, why))
+        return out
+
+
+def _true(value):
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() in ("true", "yes", "1", "on")
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "clusterforge.gpu.recap"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self, display=None, options=None):
+        super(CallbackModule, self).__init__(display=display, options=options)
+        self.recap = Recap()
+
+    def _ok(self, result):
+        self.recap.result(result._host.get_name(), result._task.action, result._result, result._task.get_name())
+
+    def v2_runner_on_ok(self, result):
+        self._ok(result)
+
+    def v2_runner_item_on_ok(self, result):
+        self._ok(result)
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        if not ignore_errors:
+            self.recap.failure(result._host.get_name(), result._result, result._task.get_name())
+
+    def v2_runner_on_unreachable(self, result):
+        self.recap.failure(result._host.get_name(), result._result, result._task.get_name(), unreachable=True)
+
+    def v2_playbook_on_stats(self, stats):
+        failed = set(host for host in stats.processed if stats.summarize(host).get("failures"))
+        self._display.banner("CLUSTERFORGE RECAP")
+        for line in self.recap.lines(bool(context.CLIARGS.get("check")), failed):
+            self._display.display(line)
+        self._display.display("")
