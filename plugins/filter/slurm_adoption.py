@@ -4,8 +4,8 @@
 """Filters of clusterforge.gpu.slurm_controller's adoption of a running controller.
 
 The decisions are plugins/plugin_utils/slurm_adoption.py; documentation lives beside this file in
-slurm_munge_key_plan.yml, slurm_state_problems.yml, slurm_state_dirs.yml and
-slurm_db_user_plan.yml.
+slurm_munge_key_plan.yml, slurm_state_problems.yml, slurm_state_dirs.yml,
+slurm_dbd_conf_problems.yml and slurm_db_user_plan.yml.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -32,6 +32,11 @@ def slurm_state_dirs(state_save_location, live_conf=None):
     return slurm_adoption.state_dirs_to_read(state_save_location, live_conf=live_conf)
 
 
+def slurm_dbd_conf_problems(db_name, db_user, live_dbd_conf=None):
+    """Why slurmdbd may not be pointed at the role's database and user ([] when it may)."""
+    return slurm_adoption.dbd_conf_problems(db_name, db_user, live_dbd_conf=live_dbd_conf)
+
+
 def slurm_db_user_plan(user_exists, password_file_exists=False, password_matches=None, user="slurm", password_file=None):
     """create / keep / unknown / refuse for the accounting database user, with the reason."""
     return slurm_adoption.db_user_plan(user_exists, bool(password_file_exists), password_matches=password_matches,
@@ -47,4 +52,5 @@ class FilterModule(object):
             "slurm_state_problems": slurm_state_problems,
             "slurm_db_user_plan": slurm_db_user_plan,
             "slurm_state_dirs": slurm_state_dirs,
+            "slurm_dbd_conf_problems": slurm_dbd_conf_problems,
         }

@@ -141,6 +141,27 @@ def state_problems(cluster_name, state_save_location, live_conf=None, state_dirs
     return problems
 
 
+def dbd_conf_problems(db_name, db_user, live_dbd_conf=None):
+    """Why the role may not point slurmdbd at its database and user ([] when it may).
+
+    live_dbd_conf: the text of the controller's slurmdbd.conf before this run, or None. A running slurmdbd whose
+    StorageLoc (database) or StorageUser differs from slurm_controller_db_name / slurm_controller_db_user would be
+    moved to a new, empty database: the accounting history would stay behind. (StoragePass is never returned.)
+    """
+    live = parse_slurm_conf(live_dbd_conf)
+    problems = []
+    for key, var, want in (("storageloc", "slurm_controller_db_name", db_name),
+                           ("storageuser", "slurm_controller_db_user", db_user)):
+        have = live.get(key)
+        if have and have != want:
+            problems.append(
+                "The running slurmdbd.conf has %s=%s and the inventory gives %s=%s: slurmdbd would move to another "
+                "database user or an empty database, leaving the accounting history behind. Set %s: %s in the "
+                "inventory to keep it. Nothing was changed." % (
+                    {"storageloc": "StorageLoc", "storageuser": "StorageUser"}[key], have, var, want, var, have))
+    return problems
+
+
 def db_user_plan(user_exists, password_file_exists, password_matches=None, user="slurm", password_file=None):
     """Decide about the accounting database user: create, keep, unknown (MariaDB not answering yet) or refuse.
 

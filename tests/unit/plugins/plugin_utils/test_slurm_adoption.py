@@ -150,3 +150,23 @@ def test_state_dirs_to_read_are_the_live_and_the_roles():
     assert F["slurm_state_dirs"]("/var/lib/slurm/slurmctld", live_conf=LIVE) == ["/var/lib/slurm/slurmctld", "/var/spool/slurmctld"]
     assert F["slurm_state_dirs"]("/var/spool/slurmctld/", live_conf=LIVE) == ["/var/spool/slurmctld"]
     assert F["slurm_state_dirs"]("/var/lib/slurm/slurmctld", live_conf=None) == ["/var/lib/slurm/slurmctld"]
+
+
+# --- slurmdbd.conf: the running slurmdbd's database and user -------------------------------------------------
+DBD = "AuthType=auth/munge\nStorageType=accounting_storage/mysql\nStorageLoc=acct_prod\nStorageUser=slurmdbd\nStoragePass=s3cret\n"
+
+
+def test_no_live_slurmdbd_conf_has_no_problem():
+    assert F["slurm_dbd_conf_problems"]("slurm_acct_db", "slurm", live_dbd_conf=None) == []
+
+
+def test_the_same_database_and_user_have_no_problem():
+    assert F["slurm_dbd_conf_problems"]("acct_prod", "slurmdbd", live_dbd_conf=DBD) == []
+
+
+def test_another_database_or_user_stops_the_run_without_the_password():
+    problems = F["slurm_dbd_conf_problems"]("slurm_acct_db", "slurm", live_dbd_conf=DBD)
+    assert len(problems) == 2
+    assert "StorageLoc=acct_prod" in problems[0] and "slurm_controller_db_name: acct_prod" in problems[0]
+    assert "StorageUser=slurmdbd" in problems[1] and "slurm_controller_db_user: slurmdbd" in problems[1]
+    assert not any("s3cret" in p for p in problems)
