@@ -7,6 +7,10 @@ definition and the files it names, next to a tarball of this checkout built with
 
 The drift checks: every third-party library that the collection's controller-side code imports is in the EE's Python
 requirements, and the pins and collections of the EE are those of requirements.txt and galaxy.yml.
+
+No collection comes from Ansible Galaxy: clusterforge.gpu is installed from its tarball with --offline, and its
+dependencies come with the pinned `ansible` package; the galaxy stage's install command is run here against the same
+pinned package in .venv, and fails when that package's collections are hidden.
 """
 
 import ast
@@ -20,6 +24,7 @@ import tarfile
 import pytest
 import yaml
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -153,16 +158,52 @@ def test_modules_import_no_third_party_library():
     assert not imports, "modules importing third-party libraries (install them on the nodes): %s" % imports
 
 
-def test_other_collections_imported_by_plugins_are_ee_dependencies():
-    wanted = {c["name"] for c in ee()["dependencies"]["galaxy"]["collections"]}
+def galaxy_yml():
+    return load_yaml(os.path.join(ROOT, "galaxy.yml"))
+
+
+def tarball_name():
+    return "clusterforge-gpu-%s.tar.gz" % galaxy_yml()["version"]
+
+
+def test_other_collections_imported_by_plugins_are_galaxy_yml_dependencies():
+    wanted = set(galaxy_yml()["dependencies"])
     missing = {name: files for name, files in collection_imports(PLUGINS).items() if name not in wanted}
-    assert not missing, "plugins import collections the EE does not install: %s" % missing
+    assert not missing, "plugins import collections galaxy.yml does not depend on: %s" % missing
 
 
-def test_ee_collections_are_galaxy_yml_dependencies():
-    galaxy = load_yaml(os.path.join(ROOT, "galaxy.yml"))
-    ee_collections = {c["name"]: str(c.get("version", "*")) for c in ee()["dependencies"]["galaxy"]["collections"]}
-    assert ee_collections == {name: str(version) for name, version in galaxy["dependencies"].items()}
+def test_ee_installs_only_this_version_of_the_collection_from_its_tarball():
+    # galaxy.yml's dependencies are not listed: a name there would send ansible-galaxy to Galaxy.
+    assert ee()["dependencies"]["galaxy"] == {"collections": [{"name": "collection/" + tarball_name(), "type": "file"}]}
+    sources = [entry for entry in ee()["additional_build_files"] if entry["dest"] == "collection"]
+    assert sources == [{"src": ".cache/build/" + tarball_name(), "dest": "collection"}]
+
+
+def test_ee_collection_install_is_offline():
+    assert "--offline" in ee()["build_arg_defaults"]["ANSIBLE_GALAXY_CLI_COLLECTION_OPTS"].split()
+
+
+def test_ee_installs_the_projects_ansible_package():
+    project = pinned(os.path.join(ROOT, "requirements.txt"), "ansible")
+    assert "RUN $PYCMD -m pip install --no-cache-dir %s\n" % project in ee()["additional_build_steps"]["append_base"]
+
+
+def bundled_collection_version(name):
+    """The version of a collection in the ansible package installed in .venv (site-packages/ansible_collections)."""
+    namespace, collection = name.split(".")
+    dist = importlib.metadata.distribution("ansible")
+    path = dist.locate_file(os.path.join("ansible_collections", namespace, collection, "MANIFEST.json"))
+    assert os.path.isfile(path), "%s is not in the ansible package %s" % (name, dist.version)
+    return load_yaml(path)["collection_info"]["version"]
+
+
+def test_the_pinned_ansible_package_satisfies_galaxy_yml_dependencies():
+    project = Requirement(pinned(os.path.join(ROOT, "requirements.txt"), "ansible"))
+    assert importlib.metadata.version("ansible") in project.specifier, "run make venv: .venv has another ansible"
+    for name, wanted in galaxy_yml()["dependencies"].items():
+        version = bundled_collection_version(name)
+        assert version in SpecifierSet(str(wanted)), "%s %s of ansible %s is outside galaxy.yml's %s" % (
+            name, version, importlib.metadata.version("ansible"), wanted)
 
 
 def test_ansible_core_pin_is_the_projects():
@@ -195,8 +236,7 @@ def tarball(tmp_path_factory):
     proc = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "build", "--force", "--output-path", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    version = load_yaml(os.path.join(ROOT, "galaxy.yml"))["version"]
-    path = out / ("clusterforge-gpu-%s.tar.gz" % version)
+    path = out / tarball_name()
     assert path.is_file(), sorted(p.name for p in out.iterdir())
     return path
 
@@ -252,14 +292,47 @@ def test_context_carries_the_python_requirements_and_bindep(context):
 
 
 @needs_builder
-def test_context_carries_the_collection_and_installs_it(context, tarball):
+def test_context_carries_the_collection_and_installs_it_offline(context, tarball):
     assert (context / "_build" / "collection" / tarball.name).is_file()
     assert load_yaml(context / "_build" / "requirements.yml") == ee()["dependencies"]["galaxy"]
-    galaxy = stage((context / "Containerfile").read_text(encoding="utf-8"), "galaxy")
-    assert "-r requirements.yml" in galaxy
-    install = galaxy.split("-r requirements.yml", 2)[-1]
-    assert "ansible-galaxy collection install --offline" in install, galaxy
-    assert "/build/collection/clusterforge-gpu-*.tar.gz" in install, galaxy
+    containerfile = (context / "Containerfile").read_text(encoding="utf-8")
+    assert 'ARG ANSIBLE_GALAXY_CLI_COLLECTION_OPTS="--offline"' in containerfile
+    galaxy = stage(containerfile, "galaxy")
+    assert "WORKDIR /build" in galaxy
+    assert "ansible-galaxy collection install $ANSIBLE_GALAXY_CLI_COLLECTION_OPTS -r requirements.yml" in galaxy
+    base = stage(containerfile, "base")
+    assert "pip install --no-cache-dir %s" % pinned(os.path.join(ROOT, "requirements.txt"), "ansible") in base
+
+
+def galaxy_stage_install(context, collections, **extra_env):
+    """The galaxy stage's collection install, run in the build context against the ansible package of .venv."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update({"ANSIBLE_GALAXY_DISABLE_GPG_VERIFY": "1", "ANSIBLE_COLLECTIONS_PATH": str(collections),
+                "PATH": BIN + os.pathsep + os.environ.get("PATH", "")}, **extra_env)
+    return subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install",
+                           *ee()["build_arg_defaults"]["ANSIBLE_GALAXY_CLI_COLLECTION_OPTS"].split(),
+                           "-r", "requirements.yml", "--collections-path", str(collections)],
+                          cwd=str(context / "_build"), env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+@needs_builder
+def test_galaxy_stage_installs_the_collection_without_galaxy(context, tmp_path):
+    proc = galaxy_stage_install(context, tmp_path / "collections")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    manifest = load_yaml(tmp_path / "collections" / "ansible_collections" / "clusterforge" / "gpu" / "MANIFEST.json")
+    assert manifest["collection_info"]["version"] == galaxy_yml()["version"]
+    for name in galaxy_yml()["dependencies"]:
+        assert "'%s:%s' is already installed" % (name, bundled_collection_version(name)) in out, out
+
+
+@needs_builder
+def test_galaxy_stage_fails_naming_a_dependency_the_ansible_package_does_not_bring(context, tmp_path):
+    # With the ansible package's collections hidden, --offline must fail (not fetch from Galaxy) and name them.
+    proc = galaxy_stage_install(context, tmp_path / "collections", ANSIBLE_COLLECTIONS_SCAN_SYS_PATH="false")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "Could not satisfy the following requirements" in out and "ansible.posix:>=" in out, out
 
 
 @needs_builder
