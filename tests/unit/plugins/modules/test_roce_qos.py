@@ -171,3 +171,15 @@ def test_bad_input_is_refused_before_anything_runs(args, msg):
     tool = Tool(FakeNic({}))
     r = run_module(roce_qos, args, tool)
     assert r["failed"] and msg in r["msg"] and tool.calls == []
+
+
+def test_every_mlnx_qos_run_has_the_time_limit(tmp_path):
+    from unittest import mock
+    from ansible_collections.clusterforge.gpu.plugins.module_utils import _runner
+
+    root = sysfs(tmp_path, ["ens1np0"], "0")
+    tool = Tool(FakeNic({"ens1np0": {"trust": "pcp", "pfc": [0] * 8}}))
+    with mock.patch.object(_runner, "time_limit_seconds", wraps=_runner.time_limit_seconds) as limit:
+        r = run_module(roce_qos, {"interfaces": ["ens1np0"], "sysfs_root": root, "timeout_seconds": 17}, tool)
+    assert r["changed"] and len(tool.calls) == 3
+    assert [c.args for c in limit.call_args_list] == [("mlnx_qos", 17)] * 3
