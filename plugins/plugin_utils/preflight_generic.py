@@ -11,8 +11,10 @@
   ``fixed_ports:`` of each role's ``meta/preflight.yml`` say where a port listens and when it is on); a port that
   refers to another role's (``same_as``) equals it where that service runs, and the service is on there.
 
-The ranges sit beside the argument specs, not in them: ansible-lint's schema for ``meta/argument_specs.yml``
-(``role-arg-spec.json``) has ``additionalProperties: false`` for an option, so a ``min:`` key fails the lint.
+The ranges sit beside the argument specs, not in them. Tried with ``min: 1`` in an option: ansible-lint's schema
+for ``meta/argument_specs.yml`` (``role-arg-spec.json``, ``additionalProperties: false``) refuses it
+(``schema[role-arg-spec]``); ansible-core's role argument validation accepts the key and ignores it (0 passes); and
+ansible-test sanity does not read role argument specs. So the lint would fail and the range would do nothing.
 :func:`name_problems` is the one place a value is judged by its name; the spec rules
 (plugins/plugin_utils/preflight_specs.py) call it for every option and suboption they check.
 """
@@ -80,7 +82,10 @@ def all_options(root=None):
 
 
 def needs_range(name, spec):
-    """Whether an option must have a range: every number, and a raw value named like a count or a size."""
+    """Whether an option must have a range: every number, and a raw value named like a count or a size; not one
+    whose ``choices`` already bound it."""
+    if (spec or {}).get("choices"):
+        return False
     kind = (spec or {}).get("type", "str")
     if kind in ("int", "float"):
         return True
@@ -332,5 +337,7 @@ def spec_gaps(root=None):
             for name in role_rules[section]:
                 if options.get(name, (None,))[0] != role:
                     gaps.append("%s: %s: %s names no option of the role's argument spec" % (role, section, name))
+                elif section == "ranges" and (options[name][1] or {}).get("choices"):
+                    gaps.append("%s: ranges: %s has choices in its spec: a range would repeat them" % (role, name))
     return gaps
 

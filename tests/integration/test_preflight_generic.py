@@ -87,8 +87,7 @@ SLURM_UPGRADE = [
     (None, None, None, "slurm_upgrade_version: is required by the slurm_upgrade role but not set"),
 ]
 HEALTH_DEEP = [
-    ("all", "validate_deep_dcgm_level", 0,
-     "validate_deep_dcgm_level: 0 is outside 1-4 (level 0 would skip the diagnostic the deep checks exist for)"),
+    ("all", "validate_deep_dcgm_level", 0, "validate_deep_dcgm_level: 0 is not one of 2, 3, 4"),
     ("all", "validate_deep_dcgm_timeout_seconds", 0,
      "validate_deep_dcgm_timeout_seconds: 0 is below the minimum 1 (0 would give the diagnostic no time)"),
     ("all", "validate_deep_reservation_min_remaining_minutes", -10,

@@ -62,8 +62,8 @@ def test_a_role_range_narrows_what_the_name_implies():
     ("bios_bmc_timeout_seconds", 0, "0 would give each Redfish request no time"),
     ("slurm_upgrade_slurmd_register_timeout_seconds", 0, "0 would give slurmd no time to register"),
     ("slurm_compute_healthcheck_budget_seconds", 60, "60 is outside 10-59 (slurmd kills the health check after 60 s)"),
-    ("nccl_roce_pfc_priority", 8, "8 is outside 0-7"),
-    ("validate_deep_dcgm_level", 0, "level 0 would skip the diagnostic"),
+    ("nccl_ib_timeout", 0, "0 is outside 1-31 (0 makes a lost InfiniBand packet wait forever)"),
+    ("validate_ib_write_bw_iterations", 4, "ib_write_bw needs at least 5 iterations"),
 ])
 def test_role_ranges_refuse_what_means_nothing_or_everything(name, value, message):
     assert message in number_problem(name, value)
@@ -71,7 +71,7 @@ def test_role_ranges_refuse_what_means_nothing_or_everything(name, value, messag
 
 def test_zero_where_it_means_something_passes():
     for name in ("slurm_controller_inactive_limit_seconds", "slurm_controller_accounting_purge_job_after_days",
-                 "validate_dcgm_level", "slurm_compute_healthcheck_max_ecc_uncorrectable",
+                 "slurm_controller_def_mem_per_cpu_mb", "slurm_compute_healthcheck_max_ecc_uncorrectable",
                  "monitoring_alertmanager_group_wait_seconds"):
         assert number_problem(name, 0) is None, name
 
@@ -224,6 +224,13 @@ def test_the_guard_catches_a_new_option_without_a_range(tmp_path):
     assert "newrole: newrole_batch_count (int) has no range: add it to roles/newrole/meta/preflight.yml" in gaps
     assert "newrole: ranges: newrole_gone_seconds names no option of the role's argument spec" in gaps
     assert not [g for g in gaps if "listen_port" in g or "share_percent" in g or "newrole_stale" in g], gaps
+
+
+def test_an_option_with_choices_needs_no_range():
+    assert not preflight_generic.needs_range("validate_deep_dcgm_level", {"type": "int", "choices": [2, 3, 4]})
+    assert preflight_generic.needs_range("validate_deep_dcgm_level", {"type": "int"})
+    assert not preflight_generic.needs_range("gpu_tuning_application_clocks", {"type": "raw"})
+    assert preflight_generic.needs_range("x_wait_seconds", {"type": "raw"})
 
 
 def test_every_rules_file_parses_and_names_real_roles():
