@@ -264,19 +264,25 @@ def test_a_counters_file_the_role_did_not_write_is_never_overwritten(rendered):
 
 
 def _unit(**variables):
+    # where the exporter listens is decided by clusterforge.gpu.web_listen_address (tests/unit/plugins/plugin_utils/
+    # test_web_security.py); here the node's management address, as the role's vars compute it
+    variables.setdefault("__dcgm_exporter_listen_address", "10.77.0.21")
+    variables.setdefault("__dcgm_exporter_listen", "10.77.0.21:9400")
     return render_role_template(ROOT, "dcgm", "etc/systemd/system/dcgm-exporter.service.j2", **variables)
 
 
-def test_the_unit_passes_the_file_with_f():
+def test_the_unit_passes_the_file_with_f_and_the_web_configuration():
     (start,) = [line for line in _unit().splitlines() if line.startswith("ExecStart=")]
-    assert start == ("ExecStart=/usr/bin/dcgm-exporter -r localhost:5555 -a :9400 "
-                     "-f /etc/dcgm-exporter/clusterforge-counters.csv")
+    assert start == ("ExecStart=/usr/bin/dcgm-exporter -r localhost:5555 -a 10.77.0.21:9400 "
+                     "-f /etc/dcgm-exporter/clusterforge-counters.csv "
+                     "--web-config-file /etc/clusterforge/monitoring/web-config.yml")
     (start,) = [line for line in _unit(dcgm_exporter_collectors_manage=False, dcgm_exporter_collectors_file="/etc/site/c.csv")
                 .splitlines() if line.startswith("ExecStart=")]
-    assert start.endswith(" -f /etc/site/c.csv")
-    (start,) = [line for line in _unit(dcgm_exporter_collectors_manage=False, dcgm_exporter_collectors_file=None)
+    assert " -f /etc/site/c.csv --web-config-file " in start
+    (start,) = [line for line in _unit(dcgm_exporter_collectors_manage=False, dcgm_exporter_collectors_file=None,
+                                       dcgm_exporter_web_config_file=None)
                 .splitlines() if line.startswith("ExecStart=")]
-    assert start == "ExecStart=/usr/bin/dcgm-exporter -r localhost:5555 -a :9400"
+    assert start == "ExecStart=/usr/bin/dcgm-exporter -r localhost:5555 -a 10.77.0.21:9400"
 
 
 def test_defaults_and_spec_agree():

@@ -84,6 +84,15 @@ SLURM_METRICS = load_script("cf_slurm_metrics", os.path.join(ROLE, "files", "clu
 DCGM_COUNTERS = render_role_template(ROOT, "dcgm", "etc/dcgm-exporter/clusterforge-counters.csv.j2")
 
 
+def _installed_versions():
+    """dpkg-query's answer about node-exporter and Alertmanager on this machine, as config.yml asks it ('' without dpkg)."""
+    if not shutil.which("dpkg-query"):
+        return ""
+    proc = subprocess.run(["dpkg-query", "-W", "-f=${Package} ${db:Status-Abbrev} ${Version}\n",
+                           "prometheus-node-exporter", "prometheus-alertmanager"], capture_output=True, text=True, check=False)
+    return proc.stdout
+
+
 def render(out_dir, extra=None, inventory_data=None):
     """Render every template of TEMPLATES into out_dir with Ansible; returns {name: text}."""
     os.makedirs(out_dir, exist_ok=True)
@@ -95,7 +104,13 @@ def render(out_dir, extra=None, inventory_data=None):
         f.write(PLAY.format(role=ROLE, out=out_dir))
     variables = {"templates": TEMPLATES, "ansible_python_interpreter": sys.executable,
                  # promtool check config reads the rule file named in prometheus.yml: the rendered one
-                 "__monitoring_prometheus_rules_file": os.path.join(out_dir, "rules.yml")}
+                 "__monitoring_prometheus_rules_file": os.path.join(out_dir, "rules.yml"),
+                 # and the password file every scrape and the alerts send (written by the role beside prometheus.yml)
+                 "__monitoring_scrape_password_file": os.path.join(out_dir, "web.password")}
+    with open(os.path.join(out_dir, "web.password"), "w") as f:
+        f.write("test-password")
+    # the web options of the versions installed here, read as the role reads them (amtool below checks the result)
+    variables["__monitoring_register_versions"] = {"stdout": _installed_versions()}
     variables.update(extra or {})
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), ANSIBLE_CACHE_PLUGIN="memory")
@@ -233,7 +248,13 @@ def test_scrape_targets_are_every_host_by_management_address_and_every_gpu_node(
                   key=lambda t: t[1]["node"])
     assert dcgm == [(["10.77.0.21:9400"], {"node": "gpu01"}), (["10.77.0.22:9400"], {"node": "gpu02"})]
     assert jobs["prometheus"]["static_configs"][0]["labels"] == {"node": "head01"}
-    assert config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == ["localhost:9093"]
+    # Alertmanager listens on the loopback only; every scrape and the alerts carry the web user (basic auth)
+    assert config["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == ["127.0.0.1:9093"]
+    assert jobs["prometheus"]["static_configs"][0]["targets"] == ["10.77.0.10:9090"]
+    auth = {"username": "clusterforge", "password_file": os.path.join(rendered[0], "web.password")}
+    assert config["alerting"]["alertmanagers"][0]["basic_auth"] == auth
+    assert all(job["basic_auth"] == auth for job in jobs.values()), jobs
+    assert not any("scheme" in job or "tls_config" in job for job in jobs.values())
     assert config["global"] == {"scrape_interval": "30s", "scrape_timeout": "10s", "evaluation_interval": "30s",
                                 "external_labels": {"cluster": "cflab"}}
     assert config["rule_files"] == [os.path.join(rendered[0], "rules.yml")]
@@ -251,11 +272,12 @@ def test_short_lab_intervals_keep_the_scrape_timeout_within_the_interval(tmp_pat
 
 def test_daemon_options(rendered):
     texts = rendered[1]
-    assert ('ARGS="--web.listen-address=:9100 --collector.textfile.directory=/var/lib/prometheus/node-exporter"'
-            in texts["node-exporter.default"])
+    web = "--web.config.file=/etc/clusterforge/monitoring/web-config.yml"
+    assert ('ARGS="--web.listen-address=10.77.0.10:9100 --collector.textfile.directory=/var/lib/prometheus/node-exporter '
+            + web + '"') in texts["node-exporter.default"]
     assert ('ARGS="--config.file=/etc/prometheus/prometheus.yml --storage.tsdb.path=/var/lib/prometheus/metrics2/ '
-            '--storage.tsdb.retention.time=15d --web.listen-address=:9090"') in texts["prometheus.default"]
-    assert "--cluster.listen-address=\"" in texts["alertmanager.default"]
+            '--storage.tsdb.retention.time=15d --web.listen-address=10.77.0.10:9090 ' + web + '"') in texts["prometheus.default"]
+    assert ('--web.listen-address=127.0.0.1:9093 --cluster.listen-address= ' + web + '"') in texts["alertmanager.default"]
     assert ("ExecStart=/usr/libexec/clusterforge/clusterforge-slurm-metrics --output "
             "/var/lib/prometheus/node-exporter/clusterforge_slurm.prom --scontrol scontrol") in texts["slurm-metrics.service"]
     assert "OnUnitActiveSec=60s" in texts["slurm-metrics.timer"] and "OnActiveSec=1s" in texts["slurm-metrics.timer"]
@@ -273,8 +295,48 @@ def test_without_a_webhook_the_receiver_sends_nothing(rendered):
 def test_a_webhook_receiver_gets_firing_and_resolved_alerts(rendered_webhook):
     config = yaml.safe_load(rendered_webhook[1]["alertmanager.yml"])
     assert config["route"]["receiver"] == "clusterforge-webhook"
+    assert len(config["receivers"]) == 1 and config["receivers"][0]["name"] == "clusterforge-webhook"
+
+
+def test_an_alertmanager_with_url_file_reads_the_url_from_its_file(tmp_path):
+    # 0.26 and later (Debian 13's 0.28): the URL is in a file of its own, not in alertmanager.yml
+    texts = render(str(tmp_path), {"monitoring_alertmanager_webhook_url": "https://hooks.example.test/cf?token=s3cr3t",
+                                   "__monitoring_register_versions": {
+                                       "stdout": "prometheus-alertmanager ii 0.28.1+ds-1\n"}})
+    config = yaml.safe_load(texts["alertmanager.yml"])
     assert config["receivers"] == [{"name": "clusterforge-webhook", "webhook_configs": [
-        {"url": "https://hooks.example.test/cf?token=s3cr3t", "send_resolved": True}]}]
+        {"url_file": "/etc/prometheus/alertmanager-webhook.url", "send_resolved": True}]}]
+    assert "s3cr3t" not in texts["alertmanager.yml"]
+
+
+def test_an_alertmanager_without_url_file_gets_the_url_inline(tmp_path):
+    texts = render(str(tmp_path), {"monitoring_alertmanager_webhook_url": "https://hooks.example.test/cf?token=s3cr3t",
+                                   "__monitoring_register_versions": {
+                                       "stdout": "prometheus-node-exporter ii 1.5.0-1+b6\n"
+                                                 "prometheus-alertmanager ii 0.25.0+ds-2+b7\n"}})
+    config = yaml.safe_load(texts["alertmanager.yml"])
+    assert config["receivers"][0]["webhook_configs"] == [
+        {"url": "https://hooks.example.test/cf?token=s3cr3t", "send_resolved": True}]
+
+
+def test_node_exporter_before_1_5_takes_the_old_web_flag(tmp_path):
+    texts = render(str(tmp_path), {"__monitoring_register_versions": {
+        "stdout": "prometheus-node-exporter ii 1.3.1-1ubuntu0.22.04.2\n"}})
+    assert " --web.config=/etc/clusterforge/monitoring/web-config.yml\"" in texts["node-exporter.default"]
+
+
+def test_without_auth_nothing_asks_for_a_password_and_tls_when_a_certificate_is_given(tmp_path):
+    off = render(str(tmp_path / "off"), {"monitoring_web_auth_enabled": False})
+    config = yaml.safe_load(off["prometheus.yml"])
+    assert not any("basic_auth" in job for job in config["scrape_configs"])
+    assert "web.config" not in off["node-exporter.default"] + off["prometheus.default"] + off["alertmanager.default"]
+    tls = render(str(tmp_path / "tls"), {"monitoring_web_tls_cert_file": "/etc/pki/n.crt",
+                                         "monitoring_web_tls_key_file": "/etc/pki/n.key",
+                                         "monitoring_web_tls_ca_file": "/etc/pki/ca.crt"})
+    config = yaml.safe_load(tls["prometheus.yml"])
+    assert all(job["scheme"] == "https" and job["tls_config"] == {"ca_file": "/etc/pki/ca.crt"}
+               for job in config["scrape_configs"])
+    assert config["alerting"]["alertmanagers"][0]["scheme"] == "https"
 
 
 def test_the_webhook_url_is_not_logged():

@@ -1,0 +1,49 @@
+# -*- coding: utf-8 -*-
+# Copyright: ClusterForge developers
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the monitoring and dcgm roles' listening addresses and web authentication.
+
+The decisions are plugins/plugin_utils/web_security.py; documentation lives beside this file in
+web_listen_address.yml, web_host_port.yml, web_config.yml and web_features.yml.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import web_security
+
+
+def _wrap(func, *args, **kwargs):
+    try:
+        return func(*args, **kwargs)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+def web_listen_address(host, explicit=None, mgmt_ip=None, setting="monitoring_listen_address"):
+    """The address a daemon binds to: the explicit setting, else the management address; neither is refused."""
+    return _wrap(web_security.listen_address, host, explicit=explicit, mgmt_ip=mgmt_ip, setting=setting)
+
+
+def web_host_port(address, port, connect=False):
+    """address:port (IPv6 in brackets); connect=True asks a daemon bound to every interface on the loopback."""
+    return _wrap(web_security.host_port, address, port, connect=connect)
+
+
+def web_config(password_hash, username, cert_file=None, key_file=None):
+    """The exporter-toolkit web configuration: basic auth always, TLS with a certificate and key."""
+    return _wrap(web_security.web_config, username, password_hash, cert_file=cert_file, key_file=key_file)
+
+
+def web_features(dpkg_stdout, packages):
+    """What the installed daemons support (web config flag name, Alertmanager url_file) from dpkg-query's output."""
+    return _wrap(web_security.web_features, web_security.parse_dpkg_versions(dpkg_stdout, list(packages or [])))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"web_listen_address": web_listen_address, "web_host_port": web_host_port,
+                "web_config": web_config, "web_features": web_features}
