@@ -324,7 +324,8 @@ def check(inv, opts):
 
 def spec_gaps(root=None):
     """Options that need a range and have none (tests/unit: a new number option fails the suite until it has one),
-    and range entries that name no option of their role (a renamed option leaves its range behind)."""
+    ports with no word on where they listen, and entries that name no option of their role (a renamed option
+    leaves its range behind)."""
     options = all_options(root)
     rules = load_rules(root)
     gaps = []
@@ -332,6 +333,11 @@ def spec_gaps(root=None):
         if needs_range(name, spec) and range_of(name, root) is None:
             gaps.append("%s: %s (%s) has no range: add it to roles/%s/meta/%s" % (
                 role, name, spec.get("type"), role, RULES_FILE))
+    listed = set(name for role_rules in rules.values() for name in role_rules["ports"])
+    for name, (role, spec) in sorted(options.items()):
+        if name.endswith("_port") and spec.get("type") == "int" and name not in listed:
+            gaps.append("%s: %s is a port with no entry under ports: in roles/%s/meta/%s (where it listens, or "
+                        "same_as the port it refers to)" % (role, name, role, RULES_FILE))
     for role, role_rules in sorted(rules.items()):
         for section in ("ranges", "ports"):
             for name in role_rules[section]:
