@@ -1,6 +1,7 @@
 """Helpers shared by the lab's end-to-end test modules (tests/lab/test_lab_*.py): run a command against the lab,
 read a play recap, run a command in a lab container, read Slurm's node states on the controller."""
 
+import json
 import os
 import re
 import subprocess
@@ -73,3 +74,35 @@ def settled_node_states(want=None, seconds=120):
         if time.time() > deadline:
             return states
         time.sleep(2)
+
+
+# --- the monitoring web user (clusterforge.gpu.monitoring: basic auth on every exporter, Prometheus, Alertmanager)
+MONITORING_CREDENTIALS = "/etc/clusterforge/secrets/monitoring_web_credentials.json"
+# python3 in a container: GET argv[1], with basic auth when argv[2] (user) is given; prints the status, a newline,
+# the body (an HTTP error's status and body too, so that a refusal can be told from a failure to connect).
+HTTP_GET = """import base64, sys, urllib.error, urllib.request
+req = urllib.request.Request(sys.argv[1])
+if len(sys.argv) > 2:
+    req.add_header("Authorization", "Basic " + base64.b64encode((sys.argv[2] + ":" + sys.argv[3]).encode()).decode())
+try:
+    resp = urllib.request.urlopen(req, timeout=10)
+    sys.stdout.write("%d\\n%s" % (resp.status, resp.read().decode()))
+except urllib.error.HTTPError as exc:
+    sys.stdout.write("%d\\n%s" % (exc.code, exc.read().decode()))
+"""
+
+
+def monitoring_credentials():
+    """(user, password) of the monitoring web user, from the root-only file on the monitoring server (head01)."""
+    rc, out = podman_exec("head01", "cat", MONITORING_CREDENTIALS)
+    assert rc == 0, out
+    record = json.loads(out)
+    return record["username"], record["password"]
+
+
+def http_get(host, url, auth=None):
+    """(status, body) of a GET from inside the container `host`, with basic auth when auth=(user, password)."""
+    rc, out = podman_exec(host, "python3", "-c", HTTP_GET, url, *(auth or ()))
+    assert rc == 0, (host, url, out)
+    status, _sep, body = out.partition("\n")
+    return int(status), body

@@ -2,8 +2,9 @@
 every host's node-exporter and both GPU nodes' dcgm-exporter (the lab's emulator over the nvidia-smi emulator);
 an uncorrectable ECC error injected on gpu01 fires GPUUncorrectableECCError in Prometheus's API and reaches
 Alertmanager, and the time from the injection to the firing alert is measured and printed; a drain shows in the
-Slurm node-state metrics. Prometheus is asked from head01 (python3 urllib), as an operator on the controller would.
-The lab's intervals are seconds (inventories/lab/group_vars/all/lab_monitoring.yml)."""
+Slurm node-state metrics. Prometheus is asked from head01 (python3 urllib), as an operator on the controller would,
+with the monitoring web user (basic auth, its password from the root-only file on head01); every daemon refuses a
+query without it. The lab's intervals are seconds (inventories/lab/group_vars/all/lab_monitoring.yml)."""
 
 import json
 import time
@@ -11,11 +12,14 @@ import urllib.parse
 
 import pytest
 
-from labkit import podman_exec, settled_node_states, slurm  # pylint: disable=import-error
+from labkit import http_get, monitoring_credentials, podman_exec, settled_node_states, slurm  # pylint: disable=import-error
 
-PROMETHEUS = "http://localhost:9090"
-ALERTMANAGER = "http://localhost:9093"
-GET = "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode())"
+# Prometheus listens on head01's management address, Alertmanager on its loopback only, the exporters on each
+# node's management address (inventories/lab/hosts.yml).
+PROMETHEUS = "http://10.77.0.10:9090"
+ALERTMANAGER = "http://127.0.0.1:9093"
+EXPORTERS = {"node-exporter gpu01": "http://10.77.0.21:9100/metrics", "node-exporter stor01": "http://10.77.0.31:9100/metrics",
+             "dcgm-exporter gpu01": "http://10.77.0.21:9400/metrics", "dcgm-exporter gpu02": "http://10.77.0.22:9400/metrics"}
 ALERTS = {"GPUUncorrectableECCError", "GPUXidError", "GPUTemperatureHigh", "GPUNVLinkErrors",
           "GPUErrorCountersNotExported", "HealthCheckCircuitBreakerOpen", "HealthCheckNotRunning",
           "HealthCheckMetricsMissing", "SlurmNodesDrainedShareHigh", "SlurmMetricsStale", "TargetDown"}
@@ -25,10 +29,57 @@ TARGETS = {("prometheus", "head01"), ("alertmanager", "head01"), ("node", "head0
 ECC_GPU = "5"
 
 
+# "refused" when nothing listens there, else the HTTP status.
+CONNECT = """import sys, urllib.error, urllib.request
+try:
+    sys.stdout.write(str(urllib.request.urlopen(sys.argv[1], timeout=5).status))
+except urllib.error.HTTPError as exc:
+    sys.stdout.write(str(exc.code))
+except urllib.error.URLError as exc:
+    sys.stdout.write("refused" if isinstance(exc.reason, ConnectionRefusedError) else repr(exc.reason))
+"""
+_AUTH = []
+
+
+def auth():
+    if not _AUTH:
+        _AUTH.append(monitoring_credentials())
+    return _AUTH[0]
+
+
 def get(url):
-    rc, out = podman_exec("head01", "python3", "-c", GET, url)
-    assert rc == 0, (url, out)
-    return json.loads(out)
+    status, body = http_get("head01", url, auth())
+    assert status == 200, (url, status, body)
+    return json.loads(body)
+
+
+def test_every_daemon_refuses_a_query_without_the_web_user_and_answers_with_it(converged):  # pylint: disable=unused-argument
+    asked = dict(EXPORTERS, prometheus=PROMETHEUS + "/api/v1/query?query=up", alertmanager=ALERTMANAGER + "/api/v2/status")
+    for name, url in sorted(asked.items()):
+        status, _body = http_get("head01", url)
+        assert status == 401, (name, url, status)
+        status, _body = http_get("head01", url, (auth()[0], "wrong-" + auth()[1]))
+        assert status == 401, (name, url, "wrong password", status)
+        status, body = http_get("head01", url, auth())
+        assert status == 200, (name, url, status, body[:200])
+    # Alertmanager's configuration (its receiver, a webhook URL) is not served to anyone without the password
+    assert "config" not in http_get("head01", ALERTMANAGER + "/api/v2/status")[1]
+    # the credentials file is root-only
+    rc, out = podman_exec("head01", "stat", "-c", "%U %a", "/etc/clusterforge/secrets/monitoring_web_credentials.json")
+    assert rc == 0 and out.split() == ["root", "600"], out
+    print("every exporter, Prometheus and Alertmanager refuse a query without the monitoring web user (401)")
+
+
+def test_nothing_listens_on_every_interface(converged):  # pylint: disable=unused-argument
+    # Prometheus is not on head01's loopback (it is bound to the management address), Alertmanager not on the
+    # management network (bound to the loopback).
+    for host, url in (("head01", "http://127.0.0.1:9090/-/ready"), ("gpu01", "http://10.77.0.10:9093/-/ready"),
+                      ("head01", "http://127.0.0.1:9100/metrics"), ("gpu01", "http://127.0.0.1:9400/metrics")):
+        rc, out = podman_exec(host, "python3", "-c", CONNECT, url)
+        assert rc == 0 and out == "refused", (host, url, out)
+    # and where they listen, they answer (the probe tells a refused connection from an HTTP answer)
+    rc, out = podman_exec("head01", "python3", "-c", CONNECT, PROMETHEUS + "/-/ready")
+    assert rc == 0 and out == "401", out
 
 
 def query(expr):
