@@ -29,12 +29,8 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
 
 PROFILES_FILE = os.path.join(COLLECTION_ROOT, "roles", "validate", "vars", "main.yml")
 FRACTIONS = ("nccl_min_fraction", "ib_write_bw_min_fraction")
-# Positive whole numbers, with the unit in the name.
-POSITIVE_INTS = (
-    "validate_checkpoint_interval_minutes", "validate_dcgm_timeout_seconds", "validate_ib_write_bw_iterations",
-    "validate_ib_write_bw_size_bytes", "validate_ib_write_bw_timeout_seconds", "validate_nccl_time_limit_minutes",
-    "validate_storage_test_mib", "validate_gpus_per_node", "validate_ib_ports_per_node",
-)
+# The type and range of every number (and an absolute path for a type path option) are judged for every role by
+# the spec rules with the ranges of roles/validate/meta/preflight.yml (preflight_specs, preflight_generic).
 ABSOLUTE_PATHS = ("validate_storage_path", "validate_report_dir")
 SIZE_RE = re.compile(r"^[0-9]+[KMGT]?$")
 HCA_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
@@ -67,17 +63,11 @@ def check(inv, opts):
         thresholds = inv.get(host, "validate_thresholds", MISSING)
         if thresholds is not MISSING:
             errors.extend(_threshold_errors(host, thresholds))
-        for name in POSITIVE_INTS:
-            value = inv.get(host, name, MISSING)
-            if value is MISSING or value is None:
-                continue
-            if not is_int(value) or value <= 0:
-                errors.append("%s: %s: must be a positive whole number, got %r" % (host, name, value))
         for name in ABSOLUTE_PATHS:
             value = inv.get(host, name, MISSING)
-            if value is MISSING or value is None:
-                continue
-            if not isinstance(value, str) or not value.startswith("/") or any(c in value for c in "\n\"'`$;&|"):
+            if not isinstance(value, str) or not value.startswith("/"):
+                continue  # null, or not an absolute path: the spec rules report it
+            if any(c in value for c in "\n\"'`$;&|"):
                 errors.append("%s: %s: must be an absolute path without quotes or shell characters, got %r"
                               % (host, name, value))
         value = inv.get(host, "validate_nccl_max_bytes", MISSING)

@@ -56,15 +56,20 @@ def test_null_threshold_means_default():
     ("validate_dcgm_timeout_seconds", 0), ("validate_dcgm_timeout_seconds", "900"),
     ("validate_checkpoint_interval_minutes", -5), ("validate_storage_test_mib", 1.5),
 ])
-def test_positive_ints(name, value):
-    out = errors(**{name: value})
-    assert out == ["gpu01: %s: must be a positive whole number, got %r" % (name, value)]
+def test_numbers_are_the_spec_rules_to_judge(name, value):
+    # Type and range come from the spec and roles/validate/meta/preflight.yml (test_preflight_generic.py): this rule
+    # set says nothing more, so an operator sees one message per mistake.
+    assert errors(**{name: value}) == []
 
 
-@pytest.mark.parametrize("value", ["relative/dir", "/tmp/x; rm -rf /", 5])
-def test_paths(value):
-    out = errors(validate_storage_path=value)
-    assert len(out) == 1 and "validate_storage_path: must be an absolute path" in out[0]
+def test_paths_with_shell_characters():
+    out = errors(validate_storage_path="/tmp/x; rm -rf /")
+    assert len(out) == 1 and "validate_storage_path: must be an absolute path without quotes or shell" in out[0]
+
+
+@pytest.mark.parametrize("value", ["relative/dir", 5])
+def test_relative_paths_are_the_spec_rules_to_judge(value):
+    assert errors(validate_storage_path=value) == []
 
 
 @pytest.mark.parametrize("value", ["8 GB", "0", -1, "lots"])
