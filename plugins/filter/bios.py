@@ -16,6 +16,7 @@ import json
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import bios_attributes as ba
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_bios import bmc_tls_problem
 
 try:
     from collections.abc import Mapping
@@ -81,6 +82,12 @@ def bios_judge(settings, expected, runtime_acs_enabled=None):
         raise AnsibleFilterError("bios_judge: %s" % e)
 
 
+def bios_bmc_tls_problem(validate_certs, insecure_skip_tls_verify=False):
+    """Why the BMC TLS settings are refused ('' when they are not): preflight's own rule."""
+    return bmc_tls_problem(validate_certs, insecure_skip_tls_verify) or ""
+
+
 class FilterModule(object):
     def filters(self):
-        return {"bios_vendor": bios_vendor, "bios_map": bios_map, "bios_plan": bios_plan, "bios_judge": bios_judge}
+        return {"bios_vendor": bios_vendor, "bios_map": bios_map, "bios_plan": bios_plan, "bios_judge": bios_judge,
+                "bios_bmc_tls_problem": bios_bmc_tls_problem}

@@ -88,6 +88,20 @@ def parse_bmc_address(value):
     return host, port
 
 
+def bmc_tls_problem(validate_certs, insecure_skip_tls_verify):
+    """Why the BMC's TLS settings are refused, or None. Not checking the BMC's certificate (validate_certs false)
+    sends the BMC password to whoever answers at its address: only with the loudly named opt-in
+    bios_bmc_insecure_skip_tls_verify: true (a lab's emulated BMCs, a BMC whose certificate cannot be replaced yet)."""
+    if validate_certs is False and insecure_skip_tls_verify is not True:
+        return ("bios_bmc_validate_certs: false sends the BMC password without checking who answers; give the BMC's "
+                "CA in bios_bmc_ca_path (keeping bios_bmc_validate_certs: true), or accept unverified BMCs with "
+                "bios_bmc_insecure_skip_tls_verify: true")
+    if insecure_skip_tls_verify is True and validate_certs is not False:
+        return ("bios_bmc_insecure_skip_tls_verify: true only goes with bios_bmc_validate_certs: false (set both, or "
+                "neither)")
+    return None
+
+
 def check(inv, opts):  # pylint: disable=unused-argument
     errors = []
     seen = {}
@@ -101,6 +115,10 @@ def check(inv, opts):  # pylint: disable=unused-argument
                               "set bios_enabled: true (and the BMC inventory) or bios_apply: false" % host)
             continue
         errors.extend(_bmc_errors(inv, host, seen))
+        tls = bmc_tls_problem(inv.effective(host, ROLE, "bios_bmc_validate_certs"),
+                              inv.effective(host, ROLE, "bios_bmc_insecure_skip_tls_verify"))
+        if tls:
+            errors.append("%s: %s" % (host, tls))
         extra = inv.get(host, "bios_vendor_table_extra", MISSING)
         if extra not in (MISSING, None) and isinstance(extra, dict):
             try:

@@ -342,7 +342,9 @@ def role(tmp_path):
         inv = {"all": {"hosts": {"bmc-test-node": {
             "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "cluster_bmc_address": bmc.baseuri, "cluster_bmc_username": "admin",
-            "cluster_bmc_password": PASSWORD}}}}
+            "cluster_bmc_password": PASSWORD,
+            # the emulator's certificate is self-signed: the bios role's explicit opt-in for an unverified BMC
+            "bios_bmc_validate_certs": False, "bios_bmc_insecure_skip_tls_verify": True}}}}
         with open(os.path.join(tmp, "inv.json"), "w") as f:
             json.dump(inv, f)
         out = os.path.join(tmp, "facts.json")

@@ -19,7 +19,7 @@ class Tagged(str):
 
 
 def test_filters_registered():
-    assert sorted(FilterModule().filters()) == ["bios_judge", "bios_map", "bios_plan", "bios_vendor"]
+    assert sorted(FilterModule().filters()) == ["bios_bmc_tls_problem", "bios_judge", "bios_map", "bios_plan", "bios_vendor"]
 
 
 def test_vendor():

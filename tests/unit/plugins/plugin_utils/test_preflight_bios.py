@@ -104,3 +104,34 @@ def test_redfish_host_must_be_known():
     out = errors(gpu01={"bios_redfish_host": "jump01"})
     assert out == ["gpu01: bios_redfish_host: 'jump01' is neither localhost nor a host of the inventory (the Redfish "
                    "calls are delegated to it)"]
+
+
+# --- the BMC's certificate (issue 39: verify before trusting) -----------------------------------------------------
+
+def test_the_bmc_certificate_is_checked_by_default():
+    assert errors() == []   # the role's defaults: bios_bmc_validate_certs true, no opt-in needed
+
+
+def test_an_unchecked_certificate_without_the_opt_in_is_refused_on_each_node():
+    out = errors(bios_bmc_validate_certs=False)
+    assert len(out) == 2 and all("bios_bmc_validate_certs: false sends the BMC password" in e for e in out)
+    assert out[0].startswith("gpu01: ") and "bios_bmc_ca_path" in out[0]
+    assert "bios_bmc_insecure_skip_tls_verify: true" in out[0]
+
+
+def test_the_loud_opt_in_accepts_an_unchecked_certificate():
+    assert errors(bios_bmc_validate_certs=False, bios_bmc_insecure_skip_tls_verify=True) == []
+
+
+def test_the_opt_in_with_a_checked_certificate_is_a_contradiction():
+    out = errors(gpu02={"bios_bmc_insecure_skip_tls_verify": True})
+    assert out == ["gpu02: bios_bmc_insecure_skip_tls_verify: true only goes with bios_bmc_validate_certs: false "
+                   "(set both, or neither)"]
+
+
+@pytest.mark.parametrize("validate, insecure, refused", [
+    (True, False, False), (True, None, False), (False, False, True), (False, None, True), (False, True, False),
+    (True, True, True)])
+def test_the_role_applies_the_same_rule(validate, insecure, refused):
+    from ansible_collections.clusterforge.gpu.plugins.filter.bios import bios_bmc_tls_problem  # pylint: disable=import-outside-toplevel
+    assert bool(bios_bmc_tls_problem(validate, insecure)) is refused
