@@ -70,6 +70,12 @@ def test_readme_offline_block_is_pip_then_list_then_offline_install():
     assert cmds[2] == "ansible-galaxy collection install --offline " + TARBALL, cmds[2]
 
 
+def test_readme_names_this_versions_tarball_everywhere():
+    with open(README, encoding="utf-8") as handle:
+        named = set(re.findall(r"clusterforge-gpu-[0-9][^\s`]*\.tar\.gz", handle.read()))
+    assert named == {TARBALL}, named
+
+
 def test_readme_pins_the_ansible_package_that_brings_galaxy_yml_dependencies():
     readme_pin = Requirement(offline_commands()[0].split()[-1])
     with open(os.path.join(ROOT, "requirements.txt"), encoding="utf-8") as handle:
