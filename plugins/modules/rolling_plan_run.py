@@ -67,6 +67,7 @@ attributes:
     description: Supports being used with the C(async) keyword.
   check_mode:
     support: full
+    description: Can run in check_mode and return changed status prediction without modifying target.
     details:
       - The child runs in check mode always; the action itself changes nothing and runs in check mode too.
   diff_mode:
