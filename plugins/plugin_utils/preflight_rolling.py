@@ -69,6 +69,7 @@ ROLLING_VARIABLES = (
     "rolling_health_dcgm_timeout_seconds",
     "rolling_health_nccl_test",
     "rolling_health_nccl_min_busbw_gbps",
+    "rolling_health_nccl_timeout_seconds",
 )
 
 # Read once for the whole roll (the plan on the controller, the serial: keyword): one value for the cluster.
@@ -78,7 +79,8 @@ CLUSTER_WIDE = ("rolling_roles", "rolling_nodes", "rolling_serial", "rolling_max
 PER_NODE = tuple(v for v in ROLLING_VARIABLES if v not in CLUSTER_WIDE)
 
 SECONDS = ("rolling_drain_timeout_seconds", "rolling_poll_interval_seconds", "rolling_reboot_timeout_seconds",
-           "rolling_health_register_timeout_seconds", "rolling_health_dcgm_timeout_seconds")
+           "rolling_health_register_timeout_seconds", "rolling_health_dcgm_timeout_seconds",
+           "rolling_health_nccl_timeout_seconds")
 SWITCHES = ("rolling_reboot_ok", "rolling_plan", "rolling_health_nccl_test")
 # Roles whose play in site.yml runs on the GPU nodes (directly, or through a group GPU nodes are usually in).
 GPU_NODE_GROUPS = ("all", "gpu_nodes", "lustre_clients")
@@ -376,6 +378,7 @@ RULES = {
     "rolling_gpus_per_node": _gpus,
     "rolling_health_dcgm_level": _dcgm_level,
     "rolling_health_dcgm_timeout_seconds": _seconds,
+    "rolling_health_nccl_timeout_seconds": _seconds,
     "rolling_health_nccl_test": _switch("rolling_health_nccl_test"),
     "rolling_health_nccl_min_busbw_gbps": _busbw,
 }

@@ -65,6 +65,8 @@ KNOWN_GLOBALS = (
     "rolling_apply_hosts",
     # The BMC of each GPU node, read by the bios role (plugins/plugin_utils/preflight_bios.py checks them).
     "cluster_bmc_address", "cluster_bmc_username", "cluster_bmc_password",
+    # Not an inventory variable: the fact roles/validate/tasks/report.yml sets for the CLUSTERFORGE RECAP callback.
+    "validate_verdict",
     # Not a variable: the option of community.general's Redfish modules that roles/bios passes
     # bios_bmc_validate_certs to (the tree grep reads "validate_certs:" as a validate_* name).
     "validate_certs",
