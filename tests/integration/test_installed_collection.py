@@ -39,8 +39,9 @@ def installed(tmp_path_factory):
     work = base / "work"
     work.mkdir()
     env = _env(collections)
-    # The dependencies (ansible.posix, community.general, community.mysql) come with the pinned ansible package.
-    inst = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--no-deps", "-p",
+    # The dependencies (ansible.posix, community.general, community.mysql) come with the pinned ansible package;
+    # --offline, as the README installs it (tests/integration/test_readme_install.py runs its commands word for word).
+    inst = subprocess.run([os.path.join(BIN, "ansible-galaxy"), "collection", "install", "--offline", "-p",
                            str(collections), str(tarball)], cwd=str(work), env=env, capture_output=True, text=True,
                           timeout=600, check=False)
     assert inst.returncode == 0, inst.stdout + inst.stderr
