@@ -95,6 +95,11 @@ echo "$*" >> "$FAKE_DIR/scontrol.calls"
 [ -f "$FAKE_DIR/scontrol.out" ] && cat "$FAKE_DIR/scontrol.out"
 exit $(cat "$FAKE_DIR/scontrol.rc" 2>/dev/null || echo 0)
 """
+SYSTEMCTL = """#!/bin/sh
+# systemctl show slurmd.service --property=LoadState --property=ActiveState, from $FAKE_DIR/slurmd.unit
+[ -f "$FAKE_DIR/slurmd.unit" ] && cat "$FAKE_DIR/slurmd.unit" && exit 0
+printf 'LoadState=not-found\nActiveState=inactive\n'
+"""
 NODE = ("NodeName=gpu01 Arch=x86_64 CoresPerSocket=2 CPUAlloc={alloc} CPUTot=2 Gres=gpu:h100:8 NodeAddr=gpu01\n"
         "   State={state} ThreadsPerCore=1\n   Partitions=gpu\n   Reason={reason}\n")
 PLAY = """---
@@ -114,8 +119,9 @@ def _exe(path, text):
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def _mig_run(tmp_path, apply_ok, scontrol=None, scontrol_rc=0, check=False, applied=False):
-    """Run the MIG tasks; scontrol: the output of `scontrol show node` (None: scontrol is not installed)."""
+def _mig_run(tmp_path, apply_ok, scontrol=None, scontrol_rc=0, check=False, applied=False, slurmd=None):
+    """Run the MIG tasks; scontrol: the output of `scontrol show node` (None: scontrol is not installed); slurmd:
+    what `systemctl show slurmd.service` prints (None: no such unit)."""
     fake = tmp_path / "fake"
     fake.mkdir()
     bindir = tmp_path / "bin"
@@ -123,6 +129,9 @@ def _mig_run(tmp_path, apply_ok, scontrol=None, scontrol_rc=0, check=False, appl
     _exe(fake / "nvidia-mig-parted", MIG_PARTED)
     if applied:
         (fake / "mig.applied").write_text("")
+    _exe(bindir / "systemctl", SYSTEMCTL)
+    if slurmd is not None:
+        (fake / "slurmd.unit").write_text(slurmd)
     if scontrol is not None:
         _exe(bindir / "scontrol", SCONTROL)
         (fake / "scontrol.out").write_text(scontrol)
@@ -207,6 +216,24 @@ def test_mig_first_install_without_scontrol_counts_as_idle(tmp_path):
     rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=None)
     assert rc == 0, out
     assert calls == ["assert", "apply"], out
+
+
+@needs_no_system_scontrol
+@pytest.mark.parametrize("slurmd", ["LoadState=loaded\nActiveState=active\n", "LoadState=loaded\nActiveState=inactive\n"])
+def test_mig_without_scontrol_where_slurmd_is_installed_is_refused(tmp_path, slurmd):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=None, slurmd=slurmd)
+    assert rc != 0, out
+    assert "Slurm's state of the node is unreadable: scontrol was not found on this node, but slurmd.service is" in out, out
+    assert "apply" not in calls, out
+
+
+@needs_no_system_scontrol
+def test_mig_node_slurm_does_not_know_while_slurmd_runs_is_refused(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol="Node gpu01 not found\n", scontrol_rc=1,
+                              slurmd="LoadState=loaded\nActiveState=active\n")
+    assert rc != 0, out
+    assert "Slurm does not know this node" in out and "slurmd.service is active" in out, out
+    assert "apply" not in calls, out
 
 
 @needs_no_system_scontrol
