@@ -52,7 +52,8 @@ options:
       - Seconds the diagnostic may run. Passed to C(dcgmi diag --timeout) on DCGM 3 and later (the version is read
         with C(dcgmi -v)), and enforced on the process with C(timeout) from coreutils, which stops it 60 seconds
         later if DCGM did not.
-      - No limit when not set.
+      - When not set, the collection's limit for the level (level 1 300 s, 2 900 s, 3 2700 s, 4 and named tests
+        7200 s) still applies; at it the process group is killed and the task fails with C(no answer in N s).
     type: int
   json_output:
     description:
@@ -175,7 +176,7 @@ import re
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
+from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote, time_limit_seconds
 from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import (
     failing_tests,
     gpu_results,
@@ -186,6 +187,8 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import (
 # coreutils timeout: exit status when the command timed out (124) or had to be killed (137)
 TIMEOUT_RCS = (124, 137)
 KILL_GRACE = 60
+# Seconds after coreutils timeout's own SIGKILL before the collection's runner kills the process group itself.
+RUNNER_GRACE = 30
 
 
 def dcgm_major(runner):
@@ -259,13 +262,18 @@ def main():
             limiter = None
             module.warn("coreutils timeout was not found; only dcgmi's own --timeout bounds the diagnostic")
 
+    # The runner's own limit stops a dcgmi that hangs (a GPU off the bus) even where DCGM and coreutils did not.
+    if p["timeout"]:
+        hard_limit = p["timeout"] + KILL_GRACE + 30 + RUNNER_GRACE
+    else:
+        hard_limit = time_limit_seconds("dcgmi", dcgm_diag_level=p["level"])
     if limiter is not None:
         argv = ["-k", "30", str(p["timeout"] + KILL_GRACE), dcgmi.bin] + args
         cmd_list = [limiter.bin] + argv
-        rc, out, err = limiter.run(argv, check_rc=False)
+        rc, out, err = limiter.run(argv, check_rc=False, timeout_seconds=hard_limit)
     else:
         cmd_list = [dcgmi.bin] + args
-        rc, out, err = dcgmi.run(args, check_rc=False)
+        rc, out, err = dcgmi.run(args, check_rc=False, timeout_seconds=hard_limit)
     cmd = quote(cmd_list)
 
     if limiter is not None and rc in TIMEOUT_RCS:

@@ -67,6 +67,13 @@ options:
   ibdiagnet_path:
     description: Path to C(ibdiagnet). By default it is looked up on C(PATH) and in the sbin directories.
     type: path
+  timeout:
+    description:
+      - Seconds the sweep may run. At the limit ibdiagnet's process group is killed (SIGTERM, then SIGKILL) and the
+        task fails with C(no answer in N s) and the command line. A sweep of a large fabric takes minutes.
+    type: int
+    default: 1800
+    version_added: 1.0.0
 notes:
   - Needs root and an active local HCA port. Clear counters beforehand with C(ibdiagnet --pc) if you gate on
     port counters (for example O(extra_args) C(["-P", "all=1"])).
@@ -172,6 +179,7 @@ def main():
             max_errors=dict(type="int", default=0),
             max_warnings=dict(type="int"),
             ibdiagnet_path=dict(type="path"),
+            timeout=dict(type="int", default=1800),
         ),
         supports_check_mode=True,
     )
@@ -179,7 +187,7 @@ def main():
     runner = ToolRunner(module, "ibdiagnet", p["ibdiagnet_path"], option="ibdiagnet_path")
     args, lane = build_args(p)
     # rc != 0: the tool failed to run; ToolRunner fails with cmd/rc/stdout/stderr.
-    rc, out, err = runner.run(args, what="ibdiagnet (tool failed to run)")
+    rc, out, err = runner.run(args, what="ibdiagnet (tool failed to run)", timeout_seconds=p["timeout"])
     cmd = quote([runner.bin] + args)
     report = infiniband.parse_ibdiagnet(out)
     error_stages = [s["name"] for s in report["stages"] if s["errors"]]

@@ -43,6 +43,7 @@ class Tool(object):
         self.handler = handler
         self.missing = set(missing)
         self.calls = []
+        self.limits = []  # the time limit in seconds of each call, as the runner passed it
 
     def answer(self, argv, data=None):
         self.calls.append(list(argv))
@@ -97,6 +98,7 @@ def run_module(module, args, tool, check_mode=False, diff=False):
 
     def execute(module, cmd, timeout_seconds, data=None, environ_update=None):
         # the time-limited executor of module_utils/_runner: the scripted tool answers instead
+        tool.limits.append(timeout_seconds)
         return tool.answer(cmd, data)
 
     def get_bin_path(self, arg, required=False, opt_dirs=None):
