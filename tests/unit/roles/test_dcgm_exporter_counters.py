@@ -285,6 +285,13 @@ def test_the_unit_passes_the_file_with_f_and_the_web_configuration():
     assert start == "ExecStart=/usr/bin/dcgm-exporter -r localhost:5555 -a 10.77.0.21:9400"
 
 
+def test_the_unit_is_sandboxed_unless_switched_off():
+    lines = _unit().splitlines()
+    assert {"NoNewPrivileges=yes", "ProtectSystem=full", "ProtectHome=yes", "PrivateTmp=yes"} <= set(lines)
+    lines = _unit(dcgm_exporter_sandboxing=False).splitlines()
+    assert "NoNewPrivileges=yes" in lines and not any(line.startswith(("Protect", "PrivateTmp")) for line in lines)
+
+
 def test_defaults_and_spec_agree():
     defaults = load_yaml(ROLE, "defaults", "main.yml")
     spec = load_yaml(ROLE, "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
