@@ -121,3 +121,6 @@ def test_the_real_backend_makes_a_bcrypt_hash_that_verifies():
     pw_hash = backend[0]("correct horse")
     assert pw_hash.startswith(("$2b$", "$2y$", "$2a$")) and len(pw_hash) == 60
     assert backend[1]("correct horse", pw_hash) and not backend[1]("wrong", pw_hash)
+    # and it is a hash the web configuration takes (exporter-toolkit reads bcrypt only)
+    from ansible_collections.clusterforge.gpu.plugins.plugin_utils import web_security  # pylint: disable=import-outside-toplevel
+    assert web_security.web_config("clusterforge", pw_hash) == {"basic_auth_users": {"clusterforge": pw_hash}}

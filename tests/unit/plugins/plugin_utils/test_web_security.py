@@ -3,7 +3,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Where the monitoring daemons listen, their web configuration, and the web options of the installed versions."""
 
+import importlib
+import os
+
 import pytest
+import yaml
 
 from ansible.errors import AnsibleFilterError
 
@@ -110,3 +114,21 @@ def test_a_package_not_installed_is_taken_as_current():
         {"prometheus-node-exporter": None, "prometheus-alertmanager": None}
     got = filters.web_features(out, ["prometheus-node-exporter", "prometheus-alertmanager"])
     assert got == {"node_exporter_web_config_flag": "--web.config.file", "alertmanager_url_file": True}
+
+
+FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "filter")
+
+
+@pytest.mark.parametrize("module, name", [
+    ("web_security", "web_listen_address"), ("web_security", "web_host_port"), ("web_security", "web_config"),
+    ("web_security", "web_features"), ("repo_keys", "repo_key_problem"), ("safe_paths", "root_dir_problem"),
+    ("bios", "bios_bmc_tls_problem")])
+def test_each_new_filter_is_registered_and_documented_beside_its_file(module, name):
+    plugin = importlib.import_module("ansible_collections.clusterforge.gpu.plugins.filter.%s" % module)
+    assert name in plugin.FilterModule().filters()
+    with open(os.path.join(FILTER_DIR, name + ".yml")) as f:
+        doc = yaml.safe_load(f)
+    assert doc["DOCUMENTATION"]["name"] == name and doc["DOCUMENTATION"]["version_added"] == "1.0.0"
+    assert "_input" in doc["DOCUMENTATION"]["options"]
+    assert "clusterforge.gpu.%s" % name in doc["EXAMPLES"]
+    assert "_value" in doc["RETURN"]
