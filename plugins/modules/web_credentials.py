@@ -23,6 +23,8 @@ description:
   - Hashes with the Python C(bcrypt) library (Debian and Ubuntu C(python3-bcrypt)), else with the C library's
     C(crypt) where it offers bcrypt (Python 3.12 and older). Fails naming the package when neither is there.
 author: ClusterForge developers (@clusterforge)
+requirements:
+  - python3-bcrypt (the Python bcrypt library) on the host, or a Python 3.12 or older whose crypt module offers bcrypt
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
 attributes:
