@@ -21,12 +21,15 @@ description:
     their reason (every M(clusterforge.gpu.slurm_node) result), and those it resumed; the validation verdict and the
     report's path (the fact C(validate_verdict)); the hosts that failed or were unreachable."
   - It reads only the results of the run's own tasks; it contacts nothing.
+  - It prints nothing under a machine-readable stdout callback (C(ansible.posix.json), C(ansible.posix.jsonl)), whose
+    output must stay one document.
   - Enable it with C(callbacks_enabled = clusterforge.gpu.recap) in the C([defaults]) section of C(ansible.cfg) (this
     collection's C(ansible.cfg) and the lab's do).
 requirements:
   - enable in configuration
 """
 
+from ansible import constants as C
 from ansible import context
 from ansible.plugins.callback import CallbackBase
 
@@ -98,6 +101,12 @@ class Recap(object):
         return out
 
 
+def machine_readable(stdout_callback):
+    """Whether the run's stdout callback writes a document for programs (json, jsonl), which a recap would break."""
+    name = str(stdout_callback or "").rsplit(".", 1)[-1]
+    return name in ("json", "jsonl")
+
+
 def _true(value):
     if isinstance(value, bool):
         return value
@@ -131,6 +140,8 @@ class CallbackModule(CallbackBase):
         self.recap.failure(result._host.get_name(), result._result, result._task.get_name(), unreachable=True)
 
     def v2_playbook_on_stats(self, stats):
+        if machine_readable(C.DEFAULT_STDOUT_CALLBACK):
+            return
         failed = set(host for host in stats.processed if stats.summarize(host).get("failures"))
         self._display.banner("CLUSTERFORGE RECAP")
         for line in self.recap.lines(bool(context.CLIARGS.get("check")), failed):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ansible_collections.clusterforge.gpu.plugins.callback.recap import Recap
+from ansible_collections.clusterforge.gpu.plugins.callback.recap import Recap, machine_readable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 BIN = os.path.join(ROOT, ".venv", "bin")
@@ -41,6 +41,12 @@ def test_reboots_held_and_resumed_nodes_verdict_and_failures():
         "failed: gpu02 at Stop the roll: Rolling change stopped: gpu02 failed at 'dcgm-diag'",
         "unreachable: gpu04 (Gathering Facts: no answer)",
     ]
+
+
+def test_machine_readable_output_stays_one_document():
+    assert machine_readable("ansible.posix.json") and machine_readable("json") and machine_readable("ansible.posix.jsonl")
+    assert not machine_readable("default") and not machine_readable("ansible.builtin.default")
+    assert not machine_readable("community.general.yaml") and not machine_readable(None)
 
 
 def test_a_quiet_run_says_so():
