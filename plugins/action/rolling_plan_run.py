@@ -31,7 +31,7 @@ ARGUMENT_SPEC = dict(
     playbook=dict(type="path", required=True),
     limit=dict(type="list", elements="str", required=True),
     plan_vars=dict(type="dict", default={}),
-    ansible_playbook=dict(type="path"),
+    playbook_command=dict(type="path"),
     chdir=dict(type="path"),
     config_file=dict(type="path"),
     timeout_seconds=dict(type="int", default=3600),
@@ -60,7 +60,7 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("timeout_seconds must be at least 1")
         if not args["limit"]:
             raise AnsibleActionFail("limit names no host: nothing to plan")
-        ansible_playbook = args["ansible_playbook"] or os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+        ansible_playbook = args["playbook_command"] or os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
         if not os.path.exists(ansible_playbook):
             ansible_playbook = "ansible-playbook"
         secrets_dir = tempfile.mkdtemp(prefix="cf-roll-plan-")  # 0700, this user's only

@@ -45,7 +45,7 @@ options:
     description: Extra variables of the plan, passed last as one JSON C(-e).
     type: dict
     default: {}
-  ansible_playbook:
+  playbook_command:
     description: The ansible-playbook to run; by default the one beside the controller's Python, else the one on C(PATH).
     type: path
   chdir:
