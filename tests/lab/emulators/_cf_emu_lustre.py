@@ -188,10 +188,36 @@ def live(entry, points=None):
     return entry.get("mount") is None or entry.get("mount") in points
 
 
+# ------------------------------------------------------------------------------------------------ unreadable devices
+
+def unreadable_path():
+    return os.path.join(state_dir(), "unreadable-devices")
+
+
+def unreadable(dev):
+    """True when ``dev`` (or the file it links to) is listed, one path a line, in
+    ``$CLUSTERFORGE_EMU_STATE_DIR/unreadable-devices``: a disk that answers every read with EIO. The emulators'
+    own reads and writes of it (read_ldd, write_ldd: tunefs.lustre, mkfs.lustre, mount.lustre) and the blkid
+    emulator then fail as the real tools fail on such a disk. Reads the emulators do not make (the module's own
+    read-back of a lab file) still succeed."""
+    try:
+        with open(unreadable_path()) as f:
+            listed = set(line.strip() for line in f if line.strip())
+    except OSError:
+        return False
+    return bool(listed) and (dev in listed or os.path.realpath(dev) in set(os.path.realpath(p) for p in listed))
+
+
+def check_readable(dev):
+    if unreadable(dev):
+        raise OSError(EIO, os.strerror(EIO), dev)
+
+
 # ------------------------------------------------------------------------------------------------ device header
 
 def read_ldd(dev):
     """The emulated lustre_disk_data of ``dev`` (dict), None when it holds none. Raises OSError if unreadable."""
+    check_readable(dev)
     with open(dev, "rb") as f:
         head = f.read(HEADER_SIZE)
     if not head.startswith(MAGIC):
@@ -206,6 +232,7 @@ def read_ldd(dev):
 def write_ldd(dev, ldd):
     body = MAGIC + json.dumps(ldd, sort_keys=True).encode() + b"\n"
     body = body.ljust(HEADER_SIZE, b"\0")
+    check_readable(dev)
     with open(dev, "r+b") as f:
         f.seek(0)
         f.write(body)

@@ -14,7 +14,7 @@ from conftest import EMULATORS
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils import lustre as L
 
-TOOLS = ["mkfs.lustre", "tunefs.lustre", "mount.lustre", "lctl", "lnetctl"]
+TOOLS = ["mkfs.lustre", "tunefs.lustre", "mount.lustre", "lctl", "lnetctl", "blkid"]
 
 
 @pytest.fixture
@@ -188,3 +188,31 @@ def test_mount_refuses_unformatted_and_lnet_down(env, tmp_path):
     assert emu("mkfs.lustre", ["-q", "--fsname=fs", "--mgs", "--mdt", "--index=0", tmp_path / "devs" / "mdt0"], env)[0] == 0
     rc, dummy, err = emu("mount.lustre", [tmp_path / "devs" / "mdt0", "/mnt/x"], env)
     assert rc != 0 and "Network is down" in err
+
+
+def test_unreadable_device_switch(env, tmp_path):
+    """A device listed in unreadable-devices: tunefs.lustre says what the real one says (its debugfs probe filters
+    the I/O error away: "not found", as for a blank disk), blkid what util-linux prints when open() gets EIO, and
+    mkfs.lustre fails without writing or logging a format. Other devices are not affected."""
+    dev = tmp_path / "devs" / "blank"
+    (tmp_path / "state").mkdir(exist_ok=True)
+    (tmp_path / "state" / "unreadable-devices").write_text("%s\n" % dev)
+    rc, out, err = emu("tunefs.lustre", ["--dryrun", dev], env)
+    assert (rc, out, err) == (19, "checking for existing Lustre data: not found\n",
+                              "\ntunefs.lustre FATAL: Device %s has not been formatted with mkfs.lustre\n"
+                              "tunefs.lustre: exiting with 19 (No such device)\n" % dev)
+    assert L.tunefs_says_not_lustre(rc, out, err)  # the module cannot tell it from blank by tunefs alone
+    rc, out, err = emu("blkid", ["-p", "-o", "export", dev], env)
+    assert (rc, out, err) == (2, "", "blkid: error: %s: Input/output error\n" % dev)
+    assert not L.blkid_says_nothing(rc, out, err)
+    rc, dummy, err = emu("mkfs.lustre", ["--fsname=fs", "--mgs", "--mdt", "--index=0", dev], env)
+    assert rc == 5 and "Input/output error" in err
+    assert not (tmp_path / "state" / "mkfs.lustre.log").exists()
+    assert emu("tunefs.lustre", ["--dryrun", tmp_path / "devs" / "ost0"], env)[0] == 19  # not listed: blank
+
+
+@pytest.mark.skipif(not any(os.access(p, os.X_OK) for p in ("/usr/sbin/blkid", "/sbin/blkid")),
+                    reason="util-linux blkid is not installed here")
+def test_blkid_hands_other_devices_to_the_real_blkid(env, tmp_path):
+    rc, out, err = emu("blkid", ["-p", "-o", "export", tmp_path / "devs" / "ost0"], env)
+    assert (rc, out, err) == (2, "", "")  # a zero-filled file: no signature
