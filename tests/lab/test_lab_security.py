@@ -3,11 +3,17 @@ each attempt also made the owner's way so that a refusal can be told from a brok
 minute. Unprivileged attempts run as nobody (setpriv), the lab having no job accounts."""
 
 import json
+import os
+import subprocess
 
 import pytest
 
-from labkit import http_get, monitoring_credentials, podman_exec  # pylint: disable=import-error
+from labkit import ENV, http_get, monitoring_credentials, podman_exec  # pylint: disable=import-error
 
+# A machine on the management network that is no cluster node: no inventory entry, no munge key, no credentials.
+OUTSIDER = "cf-lab-outsider"
+OUTSIDER_IP = "10.77.0.99"
+LAB_IMAGE = "localhost/clusterforge-lab:%s" % os.environ.get("CF_LAB_SUITE", "trixie")
 AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"]
 SECRETS = {"head01": ["/etc/munge/munge.key", "/etc/clusterforge/secrets/monitoring_web_credentials.json",
                       "/etc/clusterforge/secrets/slurmdbd_storage_pass", "/etc/slurm/slurmdbd.conf",
@@ -91,3 +97,32 @@ def test_no_one_else_can_plant_a_file_where_the_storage_test_writes(converged): 
     assert rc != 0, "nobody planted a link where root writes"
     rc, _out = podman_exec("gpu01", "test", "-w", path)
     assert rc == 0   # root (the owner's way) may
+
+
+@pytest.fixture(scope="module")
+def outsider(converged):  # pylint: disable=unused-argument
+    """A container of the lab's image on the lab's management network, started for this test and removed after."""
+    subprocess.run(["podman", "rm", "-f", "-t", "0", OUTSIDER], env=ENV, capture_output=True, timeout=120, check=False)
+    proc = subprocess.run(["podman", "run", "-d", "--rm", "--name", OUTSIDER, "--hostname", OUTSIDER,
+                           "--network", "%s:ip=%s" % (os.environ.get("CF_LAB_NETWORK", "cflab"), OUTSIDER_IP),
+                           LAB_IMAGE, "sleep", "900"], env=ENV, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    yield OUTSIDER
+    subprocess.run(["podman", "rm", "-f", "-t", "0", OUTSIDER], env=ENV, capture_output=True, timeout=120, check=False)
+
+
+def test_a_machine_on_the_management_network_gets_nothing_without_the_web_user(outsider):
+    """From outside the cluster: every web endpoint on the management address asks for the web user (and answers the
+    owner who has it); Alertmanager and MariaDB do not listen there at all (the owner reaches them on head01 itself,
+    as the tests above do)."""
+    auth = monitoring_credentials()
+    for url in ("http://10.77.0.21:9100/metrics", "http://10.77.0.21:9400/metrics",
+                "http://10.77.0.10:9090/api/v1/query?query=up", "http://10.77.0.10:9100/metrics"):
+        assert http_get(outsider, url)[0] == 401, url
+        assert http_get(outsider, url, auth)[0] == 200, url
+    for port in ("9093", "3306"):
+        rc, out = podman_exec(outsider, "python3", "-c", CONNECT, "10.77.0.10", port)
+        assert rc == 0 and out == "refused", (port, out)
+    # The same probe reaches a port that does listen there, so "refused" is the daemon's address, not the network.
+    rc, out = podman_exec(outsider, "python3", "-c", CONNECT, "10.77.0.10", "9090")
+    assert rc == 0 and out == "open", out
