@@ -83,7 +83,7 @@ class ActionModule(ActionBase):
             try:
                 proc = subprocess.run(command["argv"], cwd=args["chdir"] or None, env=env, stdin=subprocess.DEVNULL,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                                      timeout=args["timeout_seconds"])
+                                      timeout=args["timeout_seconds"], check=False)
             except subprocess.TimeoutExpired as exc:
                 result.update(rc=124, stdout=exc.stdout or "", stderr=exc.stderr or "",
                               msg="the check-mode run did not finish within %d s" % args["timeout_seconds"])

@@ -81,8 +81,8 @@ class Recap(object):
         out.append("nodes needing a reboot: %s" % ("; ".join(reboot) if reboot else "none"))
         held = ["%s: %s" % (node, reason or "(no reason)") for node, (action, reason) in sorted(self.nodes.items())
                 if action == "drain"]
-        out.append("nodes this run %sdrained and left drained: %s" % ("would have " if check_mode else "",
-                                                                       "; ".join(held) if held else "none"))
+        would = "would have " if check_mode else ""
+        out.append("nodes this run %sdrained and left drained: %s" % (would, "; ".join(held) if held else "none"))
         resumed = sorted(node for node, (action, _reason) in self.nodes.items() if action == "resume")
         if resumed:
             out.append("nodes this run resumed: %s" % ", ".join(resumed))

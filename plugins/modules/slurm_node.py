@@ -258,6 +258,7 @@ ARGUMENT_SPEC = dict(
     sinfo_path=dict(type="path"),
 )
 
+
 def _join_state(base, flags):
     return "+".join([base] + list(flags))
 

@@ -173,7 +173,7 @@ def main():
                              "bcrypt hash)", **result)
     if action == "generate":
         record = {"username": username,
-                  "password": "".join(secrets.choice(_ALPHABET) for _ in range(PASSWORD_LENGTH))}
+                  "password": "".join(secrets.choice(_ALPHABET) for _index in range(PASSWORD_LENGTH))}
     if action in ("generate", "rehash"):
         if module.check_mode:
             if action == "rehash":

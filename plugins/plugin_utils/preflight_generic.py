@@ -346,4 +346,3 @@ def spec_gaps(root=None):
                 elif section == "ranges" and (options[name][1] or {}).get("choices"):
                     gaps.append("%s: ranges: %s has choices in its spec: a range would repeat them" % (role, name))
     return gaps
-

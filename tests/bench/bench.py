@@ -652,7 +652,7 @@ def markdown(doc):
         tasks = sorted(r["warm_profile"]["tasks"].items(), key=lambda kv: kv[1], reverse=True)[:8]
         lines.append("Where the warm run at %d GPU nodes spent its time (profile_roles, profile_tasks): %s. Slowest "
                      "tasks: %s." % (r["gpu_nodes"], ", ".join("%s %.1f s" % kv for kv in roles),
-                                      "; ".join("%s %.1f s" % kv for kv in tasks)))
+                                     "; ".join("%s %.1f s" % kv for kv in tasks)))
         lines.append("")
     if doc.get("comparison") is not None:
         lines.append("Against the last run on the same kind of machine:")

@@ -152,7 +152,7 @@ RUNS = {
 
 def broken_inventory(mistakes):
     inv = copy.deepcopy(base_inventory())
-    for where, name, value, _ in mistakes:
+    for where, name, value, _message in mistakes:
         if where is None:
             continue
         if where == "all":
@@ -170,7 +170,7 @@ def unwrapped(out):
 
 
 def test_at_least_40_mistakes_each_with_its_own_message():
-    messages = [m for mistakes in RUNS.values() for _, _, _, m in mistakes]
+    messages = [mistake[3] for mistakes in RUNS.values() for mistake in mistakes]
     assert_distinct_messages(messages, at_least=40)
 
 
@@ -180,7 +180,7 @@ def test_every_mistake_is_rejected_before_any_host_is_contacted(tmp_path, playbo
     rc, out = run_playbook(tmp_path, broken_inventory(mistakes), playbook)
     text = unwrapped(out)
     assert_rejected_before_any_change(rc, text, "preflight rejected the inventory")
-    missing = [m for _, _, _, m in mistakes if m not in text]
+    missing = [mistake[3] for mistake in mistakes if mistake[3] not in text]
     assert not missing, "\n".join(["not reported:"] + missing + ["--- output:", text[-6000:]])
     for later in ("Slurm upgrade - read every", "Deep checks - choose", "Validate - measure", "Common OS"):
         assert later not in out, "a later play started: " + later

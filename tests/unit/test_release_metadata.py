@@ -92,8 +92,8 @@ def test_changelog_config_is_a_collections_with_standard_sections():
 def test_fragments_use_only_configured_sections():
     # A benchmark or work journal section (the former "performance") would be published as release notes.
     config = load_yaml("changelogs", "config.yaml")
-    allowed = {name for name, _title in config["sections"]} | {config["prelude_section_name"],
-                                                              config["trivial_section_name"]}
+    allowed = {name for name, _title in config["sections"]}
+    allowed |= {config["prelude_section_name"], config["trivial_section_name"]}
     for path in sorted(glob.glob(os.path.join(ROOT, "changelogs", "fragments", "*.yml"))):
         with open(path, encoding="utf-8") as handle:
             sections = set(yaml.safe_load(handle) or {})

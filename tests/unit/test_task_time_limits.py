@@ -33,13 +33,11 @@ def _tasks(items, where):
             continue
         if any(k in item for k in BLOCK_KEYS):
             for key in BLOCK_KEYS:
-                for task in _tasks(item.get(key), where):
-                    yield task
+                yield from _tasks(item.get(key), where)
             continue
         if "hosts" in item or "import_playbook" in item or "ansible.builtin.import_playbook" in item:
             for key in ("pre_tasks", "tasks", "post_tasks", "handlers"):
-                for task in _tasks(item.get(key), where):
-                    yield task
+                yield from _tasks(item.get(key), where)
             continue
         yield item
 

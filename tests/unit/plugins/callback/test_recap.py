@@ -14,8 +14,8 @@ BIN = os.path.join(ROOT, ".venv", "bin")
 
 def test_reboots_held_and_resumed_nodes_verdict_and_failures():
     r = Recap()
-    r.result("gpu01", "ansible.builtin.set_fact", {"ansible_facts": {"nvidia_driver_reboot_required": True,
-                                                                      "common_os_reboot_required": False}})
+    r.result("gpu01", "ansible.builtin.set_fact",
+             {"ansible_facts": {"nvidia_driver_reboot_required": True, "common_os_reboot_required": False}})
     r.result("gpu02", "ansible.builtin.set_fact", {"ansible_facts": {"bios_reboot_required": "True"}})
     r.result("gpu03", "ansible.builtin.set_fact", {"ansible_facts": {"bios_reboot_required": False}})
     # A roll: gpu01 drained then resumed; gpu02 drained and held; a node owned by someone else skipped.

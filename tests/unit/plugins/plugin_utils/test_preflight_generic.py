@@ -225,8 +225,8 @@ def test_the_guard_catches_a_new_option_without_a_range(tmp_path):
     assert "newrole: ranges: newrole_gone_seconds names no option of the role's argument spec" in gaps
     assert ("newrole: newrole_listen_port is a port with no entry under ports: in roles/newrole/meta/preflight.yml "
             "(where it listens, or same_as the port it refers to)") in gaps
-    assert not [g for g in gaps if "has no range" in g and ("listen_port" in g or "share_percent" in g
-                                                             or "newrole_stale" in g)], gaps
+    assert not [g for g in gaps
+                if "has no range" in g and ("listen_port" in g or "share_percent" in g or "newrole_stale" in g)], gaps
 
 
 def test_an_option_with_choices_needs_no_range():

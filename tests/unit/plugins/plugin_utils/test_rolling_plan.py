@@ -115,7 +115,7 @@ def test_the_password_executable_prints_the_secret_once_and_deletes_its_file(tmp
     assert out == SECRET.encode() + b"\n"
     assert not os.path.exists(script + ".pad")
     # The pad left in the environment opens nothing once the file is gone.
-    assert subprocess.run([script], env=env, capture_output=True, timeout=30).returncode != 0
+    assert subprocess.run([script], env=env, capture_output=True, timeout=30, check=False).returncode != 0
 
 
 def test_a_vaulted_extra_vars_file_is_read_by_the_child(tmp_path):
@@ -142,7 +142,7 @@ def test_a_vaulted_extra_vars_file_is_read_by_the_child(tmp_path):
             handle.write(data)
         os.chmod(path, 0o700)
     env.update(cmd["env"], ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
-    proc = subprocess.run(cmd["argv"], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd["argv"], env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["plays"][0]["tasks"][0]["hosts"]["localhost"]["msg"] == "value=4711"
