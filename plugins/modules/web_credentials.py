@@ -168,7 +168,8 @@ def main():
     if action == "keep" or (action == "rename" and module.check_mode):
         result.update(password=record["password"], password_hash=record["password_hash"])
         module.exit_json(**result)
-    if backend is None and action != "rename":
+    # In check mode on a new server, bcrypt is one of the packages the role would install: report the plan.
+    if backend is None and action != "rename" and not module.check_mode:
         module.fail_json(msg="no bcrypt on this host: install python3-bcrypt (the web password must be stored as a "
                              "bcrypt hash)", **result)
     if action == "generate":

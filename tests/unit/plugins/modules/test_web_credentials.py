@@ -96,6 +96,14 @@ def test_no_bcrypt_fails_naming_the_package(tmp_path, monkeypatch):
     assert not (tmp_path / "web.json").exists()
 
 
+def test_check_mode_on_a_new_server_without_bcrypt_yet_reports_the_plan(tmp_path, monkeypatch):
+    # site.yml --check on new servers: python3-bcrypt is one of the packages the role would install.
+    monkeypatch.setattr(web_credentials, "_bcrypt_backend", lambda: None)
+    r = run(tmp_path / "web.json", check_mode=True)
+    assert not r.get("failed") and r["changed"] and r["action"] == "generate" and r["password"] is None
+    assert not (tmp_path / "web.json").exists()
+
+
 def test_a_user_name_with_a_colon_is_refused(tmp_path, backend):
     r = run(tmp_path / "web.json", username="a:b")
     assert r["failed"] and "':'" in r["msg"]
