@@ -97,6 +97,14 @@ def state_dirs_to_read(state_save_location, live_conf=None):
     return sorted(paths)
 
 
+def saved_cluster_name(text):
+    """The ClusterName in <StateSaveLocation>/clustername: the whole first line on older Slurm, the part before
+    "|" where Slurm also saves the cluster's ID ("molecule|1563", written by slurmctld 24.11); None when empty."""
+    line = (text or "").strip().splitlines()[0].strip() if (text or "").strip() else ""
+    name = line.split("|", 1)[0].strip()
+    return name or None
+
+
 def state_problems(cluster_name, state_save_location, live_conf=None, state_dirs=None):
     """Why the role may not apply its ClusterName and StateSaveLocation to this controller ([] when it may).
 
@@ -131,7 +139,7 @@ def state_problems(cluster_name, state_save_location, live_conf=None, state_dirs
             "Set %s: %s in the inventory to keep it (or stop slurmctld and move the directory yourself first). "
             "Nothing was changed." % (live_ssl, int(live_dir.get("entries") or 0), want_ssl, STATE_SAVE_SWITCH, live_ssl))
     for path in sorted(p for p in set([live_ssl, want_ssl]) if p):
-        saved = (state_dirs.get(path, {}).get("clustername") or "").strip()
+        saved = saved_cluster_name(state_dirs.get(path, {}).get("clustername"))
         if saved and saved.lower() != want_name:
             problems.append(
                 "%s/clustername holds %s and the inventory gives %s=%s: slurmctld refuses to start when ClusterName "

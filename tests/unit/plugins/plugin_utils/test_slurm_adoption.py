@@ -105,6 +105,16 @@ def test_a_different_saved_clustername_stops_the_run():
     assert "refuses to start" in problems[0]
 
 
+def test_slurm_24_11s_clustername_file_with_the_cluster_id_is_the_same_cluster():
+    # slurmctld 24.11 saves "<name>|<cluster id>" (read on a converged controller of the slurm_controller scenario).
+    dirs = {"/var/lib/slurm/slurmctld": {"entries": 9, "clustername": "molecule|1563\n"}}
+    assert F["slurm_state_problems"]("molecule", "/var/lib/slurm/slurmctld", live_conf=None, state_dirs=dirs) == []
+    problems = F["slurm_state_problems"]("other", "/var/lib/slurm/slurmctld", live_conf=None, state_dirs=dirs)
+    assert len(problems) == 1 and "clustername holds molecule and" in problems[0]
+    assert F["slurm_state_problems"]("prod", "/var/lib/slurm/slurmctld", state_dirs={
+        "/var/lib/slurm/slurmctld": {"entries": 1, "clustername": "\n"}}) == []
+
+
 def test_moving_state_save_location_away_from_state_stops_the_run():
     dirs = {"/var/spool/slurmctld": {"entries": 7, "clustername": "prod"}}
     problems = F["slurm_state_problems"]("prod", "/var/lib/slurm/slurmctld", live_conf=LIVE, state_dirs=dirs)
