@@ -161,22 +161,6 @@ def test_slurm_schedules_gpu_jobs_across_the_lab(converged):
     assert rc != 0, "a job asking for more GPUs than a node has must be rejected: " + out
 
 
-def test_the_readmes_first_gpu_job_sees_one_gpu_on_each_of_two_nodes(converged):
-    """README's first GPU job, in its own words: a step sees only the GPUs of its allocation (on a real node by cgroup
-    device confinement; the emulator from the step's SLURM_STEP_GPUS), and each node is its own machine."""
-    with open(os.path.join(ROOT, "README.md")) as handle:
-        assert "srun -N2 --gres=gpu:1 nvidia-smi -L" in handle.read()
-    rc, out = podman_exec("head01", "srun", "-N2", "--gres=gpu:1", "nvidia-smi", "-L")
-    assert rc == 0, out
-    lines = [line for line in out.splitlines() if line.startswith("GPU ")]
-    assert len(lines) == 2 and all(line.startswith("GPU 0: ") for line in lines), out
-    uuids = {line.split("UUID: ", 1)[1].rstrip(")") for line in lines}
-    assert len(uuids) == 2, "both nodes show the same GPU: " + out
-    # Outside a job step every GPU of the node is there (the health check's and the prolog's view).
-    rc, out = podman_exec("gpu01", "nvidia-smi", "-L")
-    assert rc == 0 and len(out.strip().splitlines()) == 8, out
-
-
 def test_slurm_accounting_records_jobs_in_mariadb(converged):
     rc, out = podman_exec("head01", "srun", "-N1", "--job-name=cf-e2e-acct", "--time=1", "true")
     assert rc == 0, out
