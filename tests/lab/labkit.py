@@ -36,6 +36,35 @@ def recap(out):
                              failed=int(m.group(5))) for m in RECAP.finditer(out)}
 
 
+HEADER = re.compile(r"^(?:TASK|RUNNING HANDLER) \[(.+?)\] \**$")
+
+
+def host_tasks(out, host, statuses=("changed",)):
+    """The names of the tasks and handlers that reported one of statuses on host in an ansible-playbook output
+    (default callback: a "TASK [name]" or "RUNNING HANDLER [name]" header, then one "<status>: [host]" line per host
+    or item)."""
+    names, current = set(), None
+    starts = tuple("%s: [%s%s" % (status, host, end) for status in statuses for end in ("]", " -> "))
+    for line in out.splitlines():
+        header = HEADER.match(line)
+        if header:
+            current = header.group(1)
+        elif current and line.startswith(starts):
+            names.add(current)
+    return names
+
+
+def changed_tasks(out, host):
+    """The tasks and handlers that reported changed on host."""
+    return host_tasks(out, host)
+
+
+def roles_run(out, host):
+    """The collection's roles that ran a task on host (ok or changed; skipped tasks do not count)."""
+    return {name.split(" : ", 1)[0].rsplit(".", 1)[-1] for name in host_tasks(out, host, ("ok", "changed"))
+            if name.startswith("clusterforge.gpu.") and " : " in name}
+
+
 def podman_exec(host, *argv):
     proc = subprocess.run(["podman", "exec", host] + list(argv), env=ENV, capture_output=True, text=True, timeout=120, check=False)
     return proc.returncode, proc.stdout
