@@ -111,10 +111,7 @@ def test_a_plain_rerun_repairs_every_kind_of_drift(converged):
         sorted(repaired - DRIFT_REPAIRS - DRIFT_REPAIRS_MAYBE))
     # Registration alone does not tell the fix apart: slurmctld's next successful ping (100 s after the one that
     # marked the node) may clear the mark during the run. Nothing else on gpu02 asks slurmd to restart here, so the
-    # restart after munge is started again is checked itself.
-    handler = out.split("RUNNING HANDLER [clusterforge.gpu.slurm_compute : Restart slurmd]", 1)
-    assert len(handler) == 2 and "changed: [gpu02]" in handler[1].split("\n\n", 1)[0], \
-        "slurmd was not restarted on gpu02 after munge was started again"
+    # restart after munge is started again is checked itself: the handler "Restart slurmd" in DRIFT_REPAIRS above.
     rc, text = podman_exec("gpu02", "cat", "/etc/nccl.conf")
     assert rc == 0 and "NCCL_DEBUG" not in text, text
     rc, text = podman_exec("gpu02", "nvidia-smi", "--query-gpu=persistence_mode", "--format=csv,noheader")
