@@ -1,4 +1,4 @@
-"""The lab end to end: site.yml converges the container cluster, and a second run changes nothing.
+"""The lab end to end: site.yml converges the container cluster, repairs drift and changes nothing else.
 
 Runs against the lab of inventories/lab (tests/lab/lab.sh up creates it if it is not running), exactly as
 `make lab` does. The containers are left running for inspection; `make lab-down` removes them.
@@ -46,10 +46,21 @@ def site(*extra):
     return run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml"] + list(extra))
 
 
-def test_check_mode_on_a_converged_lab_reports_no_change(converged):
-    rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml", "--check"])
-    assert rc == 0, out
-    assert not {h: r for h, r in recap(out).items() if r["changed"] or r["failed"]}
+def test_a_failed_run_stops_at_the_failing_role_and_changes_nothing(converged):
+    """A wrong extra variable fails in the nccl role (no interface holds the socket address: only the node can tell,
+    so preflight lets it through), after the roles before it ran. On the converged lab that run changes nothing
+    anywhere. The next plain run, which must complete, is the drift repair run of the next test (pytest keeps the
+    file's order); run alone (`-k`), this test proves the failure only."""
+    socket_ip = '{"nccl_socket_ip": "192.0.2.7"}'
+    rc, out = site("-e", socket_ip)
+    assert rc != 0, out
+    assert "inventory passed preflight" in out, out
+    assert "no interface holds 192.0.2.7" in out, out
+    failed_run = recap(out)
+    assert set(failed_run) == {"head01", "gpu01", "gpu02", "stor01"}, failed_run
+    assert not {h: r for h, r in failed_run.items() if r["changed"]}, failed_run
+    assert {h for h, r in failed_run.items() if r["failed"]} == {"gpu01", "gpu02"}, failed_run
+    assert GPU_NODE_ROLE_TASK not in out, "the failed run went past the failing role"
 
 
 # ------------------------------------------------------------------------------------ drift, repaired by a re-run
@@ -75,7 +86,10 @@ DRIFT_REPAIRS_MAYBE = {"clusterforge.gpu.lustre_client : Set the tunings whose l
 
 
 def test_a_plain_rerun_repairs_every_kind_of_drift(converged):
-    """Operators run site.yml to repair drift: nothing is skipped on the strength of an earlier run's record."""
+    """Operators run site.yml to repair drift: nothing is skipped on the strength of an earlier run's record.
+
+    It runs right after the failed run of the test above: its plain run is also the run that follows a failed one,
+    which must complete (every role on every node) and change nothing that was not drift."""
     want_dirty_mb = lustre_param("gpu02", "osc.*.max_dirty_mb")
     assert want_dirty_mb == ["2048"], want_dirty_mb
     # Drift on gpu02 only, of six kinds: a managed file, a GPU setting read back from the tool, a clock setting,
@@ -98,8 +112,9 @@ def test_a_plain_rerun_repairs_every_kind_of_drift(converged):
         time.sleep(3)
     rc, out = site()
     assert rc == 0, out
-    # This is also the first plain re-run after the converge: every role runs on every node (there is no skip of any
-    # kind), nothing changes on the hosts without drift, and on gpu02 only the tasks that repair the drift change.
+    # This is also the first plain re-run after the converge (and after a failed run): every role runs on every node
+    # (there is no skip of any kind), nothing changes on the hosts without drift, and on gpu02 only the tasks that
+    # repair the drift change.
     for host in ("gpu01", "gpu02"):
         assert GPU_NODE_ROLES <= roles_run(out, host), (host, sorted(GPU_NODE_ROLES - roles_run(out, host)))
     changed = recap(out)
@@ -123,31 +138,16 @@ def test_a_plain_rerun_repairs_every_kind_of_drift(converged):
     assert podman_exec("gpu02", "systemctl", "is-active", "munge")[0] == 0
     rc, text = podman_exec("gpu02", "lnetctl", "net", "show")
     assert rc == 0 and "net type: tcp" in text, text
-    # That the runs after the repair change nothing anywhere is proven by the next test, which runs right after this
-    # one (pytest keeps the file's order): its failed run and its plain run both report no change on any host. Run
-    # alone (`-k`), this test needs a lab whose last run changed nothing (a converged lab).
+    # That the repair settled in this one run is proven by the next test, which runs right after this one: check mode
+    # reports no change on any host. Run alone (`-k`), this test needs a lab whose last run changed nothing.
 
 
-def test_a_failed_run_is_repaired_by_the_next_plain_run(converged):
-    """A wrong extra variable fails in the nccl role (no interface holds the socket address: only the node can tell,
-    so preflight lets it through), after the roles before it ran; the next plain run completes.
-
-    It runs right after the drift repair above, and stands for that test's last step too: neither run may change
-    anything on any host (the failed run runs the roles before nccl; the plain run every role everywhere), so a repair
-    that needed a second run to settle fails here. Run alone (`-k`), the drift test does not get this proof."""
-    socket_ip = '{"nccl_socket_ip": "192.0.2.7"}'
-    rc, out = site("-e", socket_ip)
-    assert rc != 0, out
-    assert "inventory passed preflight" in out, out
-    assert "no interface holds 192.0.2.7" in out, out
-    failed_run = recap(out)
-    assert set(failed_run) == {"head01", "gpu01", "gpu02", "stor01"}, failed_run
-    assert not {h: r for h, r in failed_run.items() if r["changed"]}, failed_run
-    assert {h for h, r in failed_run.items() if r["failed"]} == {"gpu01", "gpu02"}, failed_run
-    rc, out = site()
+def test_check_mode_on_a_converged_lab_reports_no_change(converged):
+    """Right after the drift repair above (pytest keeps the file's order), so a repair that needed a second run to
+    settle fails here as well."""
+    rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "site.yml", "--check"])
     assert rc == 0, out
-    assert GPU_NODE_ROLE_TASK in out
-    assert not {h: r for h, r in recap(out).items() if r["changed"] or r["failed"]}, recap(out)
+    assert not {h: r for h, r in recap(out).items() if r["changed"] or r["failed"]}
 
 
 def test_hosts_resolve_each_other_by_management_address(converged):
