@@ -641,6 +641,11 @@ def test_slurm_upgrade_runs_in_schedmd_order_from_a_site_repository_and_a_job_su
         for pkg in pkgs:
             rc, ver = podman_exec(host, "dpkg-query", "-W", "-f=${Version}", pkg)
             assert ver == target, (host, pkg, ver)
+    # Debian's slurmd postinst chowns slurmd's spool directory to slurm on every configure; the upgrade leaves it as
+    # slurm_compute keeps it (root's), so the next site.yml has nothing to change there.
+    for host in ("gpu01", "gpu02"):
+        rc, owner = podman_exec(host, "stat", "-c", "%U:%G %a", "/var/lib/slurm/slurmd")
+        assert rc == 0 and owner.strip() == "root:root 755", (host, owner)
     # The backups: one new directory with the accounting database dump and StateSaveLocation.
     new = [b for b in backups() if b not in saved]
     assert len(new) == 1, backups()
