@@ -27,12 +27,13 @@ import glob
 import os
 import re
 
-import yaml
 
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
     COLLECTION_ROOT,
     is_int,
     is_number,
+    read_yaml,
+    role_argument_specs,
 )
 
 RULES_FILE = "preflight.yml"
@@ -56,8 +57,7 @@ def load_rules(root=None):
     if root not in _RULES:
         rules = {}
         for path in sorted(glob.glob(os.path.join(root, "roles", "*", "meta", RULES_FILE))):
-            with open(path) as f:
-                data = yaml.safe_load(f) or {}
+            data = read_yaml(path)
             rules[path.split(os.sep)[-3]] = {
                 "ranges": data.get("ranges") or {},
                 "ports": data.get("ports") or {},
@@ -71,10 +71,7 @@ def all_options(root=None):
     """``{option: (role, spec)}`` over every entry point of every role's argument spec (main first)."""
     root = root or COLLECTION_ROOT
     out = {}
-    for path in sorted(glob.glob(os.path.join(root, "roles", "*", "meta", "argument_specs.yml"))):
-        role = path.split(os.sep)[-3]
-        with open(path) as f:
-            entries = (yaml.safe_load(f) or {}).get("argument_specs") or {}
+    for role, entries in role_argument_specs(root).items():
         for name in ["main"] + sorted(k for k in entries if k != "main"):
             for opt, spec in ((entries.get(name) or {}).get("options") or {}).items():
                 out.setdefault(opt, (role, spec if isinstance(spec, dict) else {}))

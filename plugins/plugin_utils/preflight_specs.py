@@ -23,7 +23,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
-import glob
 import json
 import os
 import re
@@ -40,6 +39,8 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
     is_int,
     is_number,
     load_role_specs,
+    read_yaml,
+    role_argument_specs,
     type_name,
 )
 
@@ -349,27 +350,14 @@ def _entry_rules(root=None):
     """``{role: entry point main}`` for the relations between options (mutually_exclusive, required_if...)."""
     root = root or COLLECTION_ROOT
     if root not in _ENTRY_RULES:
-        rules = {}
-        for path in sorted(glob.glob(os.path.join(root, "roles", "*", "meta", "argument_specs.yml"))):
-            with open(path) as f:
-                data = yaml.safe_load(f) or {}
-            main = (data.get("argument_specs") or {}).get("main") or {}
-            rules[path.split(os.sep)[-3]] = main
-        _ENTRY_RULES[root] = rules
+        _ENTRY_RULES[root] = dict((role, entries.get("main") or {})
+                                  for role, entries in role_argument_specs(root).items())
     return _ENTRY_RULES[root]
 
 
 def _role_defaults(role, root=None):
     """The role's defaults/main.yml (what the role uses when the inventory is silent)."""
-    key = ("defaults", role, root or COLLECTION_ROOT)
-    if key not in _ENTRY_RULES:
-        path = os.path.join(root or COLLECTION_ROOT, "roles", role, "defaults", "main.yml")
-        try:
-            with open(path) as f:
-                _ENTRY_RULES[key] = yaml.safe_load(f) or {}
-        except (IOError, OSError, yaml.YAMLError):
-            _ENTRY_RULES[key] = {}
-    return _ENTRY_RULES[key]
+    return read_yaml(os.path.join(root or COLLECTION_ROOT, "roles", role, "defaults", "main.yml"), default={})
 
 
 def check(inv, opts):

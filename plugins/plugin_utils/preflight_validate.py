@@ -16,7 +16,6 @@ __metaclass__ = type
 import os
 import re
 
-import yaml
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import DEFAULT_THRESHOLDS
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
@@ -24,6 +23,7 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
     MISSING,
     is_int,
     is_number,
+    read_yaml,
     type_name,
 )
 
@@ -39,8 +39,7 @@ _PROFILES = {}
 
 def profiles():
     if "p" not in _PROFILES:
-        with open(PROFILES_FILE) as f:
-            _PROFILES["p"] = (yaml.safe_load(f) or {}).get("validate_profiles") or {}
+        _PROFILES["p"] = read_yaml(PROFILES_FILE).get("validate_profiles") or {}
     return _PROFILES["p"]
 
 

@@ -129,3 +129,28 @@ def test_extra_var_names_are_read_from_the_command_line(monkeypatch, tmp_path):
                                  "rolling_roles"]
     monkeypatch.setattr(context, "CLIARGS", ImmutableDict())
     assert extra_var_names() == []
+
+
+class CountingHostvars(dict):
+    """hostvars that count their lookups (Ansible's merges every source of a host's variables on each one)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.lookups = []
+
+    def __getitem__(self, host):
+        self.lookups.append(host)
+        return dict.__getitem__(self, host)
+
+
+def test_the_report_reads_each_hosts_variables_once():
+    hv = CountingHostvars(sound_hostvars())
+    report = preflight_inventory_report(hv, GROUPS)
+    assert report["errors"] == []
+    assert sorted(hv.lookups) == sorted(ADDR), hv.lookups
+
+
+def test_a_spec_file_is_parsed_once_per_process():
+    path = preflight_common.os.path.join(preflight_common.COLLECTION_ROOT, "roles", "dcgm", "meta", "argument_specs.yml")
+    assert preflight_common.read_yaml(path) is preflight_common.read_yaml(path)
+    assert "main" in preflight_common.role_argument_specs()["dcgm"]
