@@ -69,12 +69,17 @@ PLAY = """---
     - {role}/vars/main.yml
     - {role}/vars/Debian.yml
   tasks:
+    # Rendered on the controller (the template lookup: the variables and ansible_managed of the template action), then
+    # written by one module run (a template task per file took about 0.5 s each).
     - name: Render
-      ansible.builtin.template:
-        src: "{role}/templates/{{{{ item.value }}}}"
-        dest: "{out}/{{{{ item.key }}}}"
-        mode: "0644"
+      ansible.builtin.set_fact:
+        __rendered: >-
+          {{{{ __rendered | default([]) + [{{'path': '{out}/' ~ item.key, 'mode': '0644',
+               'content': lookup('ansible.builtin.template', '{role}/templates/' ~ item.value)}}] }}}}
       loop: "{{{{ templates | dict2items }}}}"
+    - name: Write
+      clusterforge.gpu.files:
+        files: "{{{{ __rendered }}}}"
 """
 
 
