@@ -55,7 +55,7 @@ options:
         description:
           - The file's content, exactly (a template's output through C(lookup('ansible.builtin.template', ...)), or a
             file's through C(lookup('ansible.builtin.file', ..., rstrip=false))). Required with O(files[].state=file).
-          - Not for secrets: the content is shown in diff mode and in the task's arguments.
+          - Not for secrets, because the content is shown in diff mode and in the task's arguments.
         type: str
       owner:
         description: The owner's name; unchanged when not given.
@@ -70,7 +70,7 @@ options:
           - A new file or directory gets C(0644) or C(0755) when not given.
         type: str
 notes:
-  - The mode must be a quoted octal string: YAML reads an unquoted C(0644) as the number 420.
+  - The mode must be a quoted octal string, because YAML reads an unquoted C(0644) as the number 420.
 seealso:
   - module: ansible.builtin.file
   - module: ansible.builtin.copy
