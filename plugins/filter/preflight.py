@@ -36,7 +36,7 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils import (
     preflight_specs,
     preflight_validate,
 )
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import Inventory
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import Inventory, is_host_label
 
 # GPUs a node of each type can hold, from the GPU profile table (plugins/plugin_utils/preflight_gpu.py).
 GPU_TYPES = dict((name, p["gpus_per_node_max"]) for name, p in preflight_gpu.GPU_PROFILES.items())
@@ -45,7 +45,6 @@ REQUIRED_GROUPS = ("slurm_controller", "gpu_nodes")
 LUSTRE_GROUPS = ("lustre_mds", "lustre_oss", "lustre_clients")
 PARTITION_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")
 CLUSTER_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,39}$")
-HOSTNAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 # Every role's boolean (type bool in its meta/argument_specs.yml) must be a real boolean, a string "no" being truthy
 # in Jinja: plugins/plugin_utils/preflight_specs.py checks them all from the specs, on the hosts each role runs on.
 
@@ -134,7 +133,7 @@ def preflight_inventory_errors(hostvars, groups, lustre_enabled=True, fabric_req
     gpu_hosts = set(groups.get("gpu_nodes", []))
     for host in all_hosts:
         short = host.split(".")[0].lower()
-        if not HOSTNAME_RE.match(short):
+        if not is_host_label(short):
             errors.append("%s: inventory_hostname: '%s' is not a valid host name (RFC 1123 label)" % (host, short))
         if short in seen_names:
             errors.append("%s: inventory_hostname: duplicates host %s (short names must be unique, ignoring case)"

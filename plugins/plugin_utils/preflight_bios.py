@@ -27,12 +27,10 @@ import ipaddress
 import re
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.bios_attributes import merge_table
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING, type_name
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING, is_host_name, type_name
 
 ROLE = "bios"
 GROUP = "gpu_nodes"
-HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                         r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 SCHEME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 FORM = "<address>[:<port>] (an IPv4 address, [IPv6] or a host name, optional port 1-65535, no scheme or path)"
 
@@ -83,7 +81,7 @@ def parse_bmc_address(value):
                 ipaddress.IPv4Address(host)
             except ValueError:
                 raise ValueError("%r: %r is not an IPv4 address" % (value, host))
-        elif not HOSTNAME_RE.match(host):
+        elif not is_host_name(host):
             raise ValueError("%r: %r is not a host name" % (value, host))
     return host, port
 

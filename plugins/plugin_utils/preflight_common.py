@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import glob
 import os
+import re
 
 import yaml
 
@@ -113,6 +114,25 @@ def spec_default(role, name, default=None):
     if not isinstance(opt, dict) or "default" not in opt:
         return default
     return opt["default"]
+
+
+# Host names (RFC 1123): labels of 1-63 letters, digits and inner hyphens; at most 253 characters in all.
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_LABEL_RE = re.compile(r"^%s$" % _LABEL)
+_HOST_NAME_RE = re.compile(r"^(?=.{1,253}$)%s(\.%s)*$" % (_LABEL, _LABEL))
+_DIGITS_AND_DOTS_RE = re.compile(r"^[0-9.]+$")
+
+
+def is_host_label(value):
+    """One label of a host name (an inventory host's short name): RFC 1123, 1-63 characters."""
+    return isinstance(value, str) and bool(_HOST_LABEL_RE.match(value))
+
+
+def is_host_name(value):
+    """A host name (RFC 1123, dotted labels, at most 253 characters). Digits and dots alone are not one: they are an
+    IPv4 address or nothing, which each caller judges as an address."""
+    return (isinstance(value, str) and bool(_HOST_NAME_RE.match(value))
+            and not _DIGITS_AND_DOTS_RE.match(value))
 
 
 def is_int(value):

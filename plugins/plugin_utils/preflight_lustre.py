@@ -41,6 +41,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.lustre import (
 )
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
     _JinjaUndefined,
+    is_host_name,
     is_int,
     type_name,
 )
@@ -61,8 +62,6 @@ MAX_MDT_INDEX = 255
 # LNet network types a Lustre 2.15 node can use (socklnd, o2iblnd, gnilnd, kfilnd); a number may follow.
 LNET_NET_RE = re.compile(r"^(tcp|o2ib|gni|kfi)(\d{0,5})$")
 IPV4_RE = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
-HOSTNAME_RE = re.compile(r"^(?=.*[A-Za-z])[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                         r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 # Linux interface names: 1-15 characters (IFNAMSIZ 16 with the NUL), no '/', ':' or white space.
 IFACE_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$")
 # A device or mount path: absolute, no white space or characters the shell or fstab would read specially.
@@ -178,7 +177,7 @@ def nid_problem(nid):
             if any(int(part) > 255 for part in ip.groups()):
                 return "the address '%s' of NID '%s' is not an IPv4 address" % (addr, text)
             return None
-        if re.match(r"^[\d.]+$", addr or "0") or not HOSTNAME_RE.match(addr or "-"):
+        if not is_host_name(addr):
             return "the address '%s' of NID '%s' is not an IPv4 address (or a host name)" % (addr, text)
         return None
     if not re.match(r"^\d+$", addr):

@@ -21,13 +21,12 @@ try:
 except ImportError:  # pragma: no cover
     HAS_NETADDR = False
 
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING, is_int, type_name
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING, is_host_name, is_int, type_name
 
 # The governors of the Linux cpufreq subsystem (Documentation/admin-guide/pm/cpufreq.rst).
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")
 # A kernel parameter: key or key=value, no whitespace, nothing GRUB's double-quoted line would expand.
 KERNEL_PARAM_RE = re.compile(r"^[A-Za-z0-9_.-]+(=[^\s\"'`$\\;]+)?$")
-HOSTNAME_RE = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
 SUFFIX_RE = re.compile(r"^[a-z0-9-]{1,20}$")
 SYSCTL_KEY_RE = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_*:-]+)+$")
 # Linux's default fs.nr_open; RLIMIT_NOFILE may not exceed it (setrlimit fails with EPERM and pam_limits then
@@ -91,7 +90,7 @@ def _host_errors(inv, host):
                           "Slurm, munge and Lustre all need synchronised clocks" % host)
         for i, server in enumerate(servers):
             name = server.get("name") if isinstance(server, dict) else None
-            if isinstance(name, str) and not (HOSTNAME_RE.match(name) or _is_ip(name)):
+            if isinstance(name, str) and not (is_host_name(name) or _is_ip(name)):
                 errors.append("%s: common_os_chrony_servers[%d].name: %r is neither a host name nor an IP address"
                               % (host, i, name))
 
@@ -116,7 +115,7 @@ def _host_errors(inv, host):
                 errors.append("%s: common_os_hosts_extra[%d].ip: %r is not an IP address" % (host, i, ip))
             names = entry.get("names")
             if isinstance(names, list):
-                bad = [n for n in names if not isinstance(n, str) or not HOSTNAME_RE.match(n)]
+                bad = [n for n in names if not isinstance(n, str) or not is_host_name(n)]
                 if bad or not names:
                     errors.append("%s: common_os_hosts_extra[%d].names: must be a non-empty list of host names, got %r"
                                   % (host, i, names))

@@ -154,3 +154,10 @@ def test_a_spec_file_is_parsed_once_per_process():
     path = preflight_common.os.path.join(preflight_common.COLLECTION_ROOT, "roles", "dcgm", "meta", "argument_specs.yml")
     assert preflight_common.read_yaml(path) is preflight_common.read_yaml(path)
     assert "main" in preflight_common.role_argument_specs()["dcgm"]
+
+
+def test_one_host_name_rule_for_every_rule_set():
+    assert preflight_common.is_host_name("mgs01.ib.example.org") and preflight_common.is_host_name("bmc-7")
+    for bad in ("10.1.0.300", "1.2.3.4", "-gpu01", "gpu01-", "a..b", "gpu_01", "x" * 64, ".".join(["a" * 63] * 5), "", None):
+        assert not preflight_common.is_host_name(bad), bad
+    assert preflight_common.is_host_label("gpu01") and not preflight_common.is_host_label("gpu01.example.org")
