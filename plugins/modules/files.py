@@ -71,6 +71,8 @@ options:
         type: str
 notes:
   - The mode must be a quoted octal string, because YAML reads an unquoted C(0644) as the number 420.
+  - A path that is a symbolic link or another non-regular file fails the run for V(file) and V(directory), so the
+    module never writes through a link. V(absent) removes a link itself, not its target.
 seealso:
   - module: ansible.builtin.file
   - module: ansible.builtin.copy

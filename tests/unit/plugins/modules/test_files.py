@@ -104,3 +104,15 @@ def test_a_file_where_a_directory_stands_fails_and_leaves_it(tmp_path):
     result = run([{"path": str(tmp_path / "d"), "content": "x"}])
     assert result["failed"] is True and "is a directory, not a file" in result["msg"]
     assert (tmp_path / "d").is_dir()
+
+
+def test_a_link_is_never_written_through(tmp_path):
+    target = tmp_path / "target"
+    target.write_text("keep\n")
+    link = tmp_path / "link.conf"
+    link.symlink_to(target)
+    result = run([{"path": str(link), "content": "x\n"}])
+    assert result["failed"] is True and "non-regular file" in result["msg"]
+    assert target.read_text() == "keep\n"
+    removed = run([{"path": str(link), "state": "absent"}])
+    assert removed["changed_paths"] == [str(link)] and not link.is_symlink() and target.read_text() == "keep\n"

@@ -33,3 +33,23 @@ def test_documentation_examples_and_return_parse(path):
     assert isinstance(yaml.safe_load(docs["EXAMPLES"]), list)
     ret = yaml.safe_load(docs["RETURN"])
     assert ret is None or isinstance(ret, dict)
+
+
+def _texts(doc, where="DOCUMENTATION"):
+    """Every description and note of a module's documentation, with where it is (options and suboptions too)."""
+    for key in ("description", "notes"):
+        value = doc.get(key)
+        for i, item in enumerate(value if isinstance(value, list) else [value] if value is not None else []):
+            yield "%s.%s[%d]" % (where, key, i), item
+    for name, option in (doc.get("options") or doc.get("suboptions") or {}).items():
+        if isinstance(option, dict):
+            for found in _texts(dict(option, options=option.get("suboptions") or {}), "%s.%s" % (where, name)):
+                yield found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[os.path.basename(p) for p in MODULES])
+def test_every_description_and_note_is_text(path):
+    """A line like "- Not for secrets: the content..." is a YAML mapping, not a sentence (validate-modules refuses it)."""
+    doc = yaml.safe_load(_docs(path)["DOCUMENTATION"])
+    bad = [where for where, text in _texts(doc) if not isinstance(text, str)]
+    assert not bad, bad
