@@ -287,20 +287,23 @@ from ansible.module_utils.common.text.converters import to_native
 from ansible_collections.clusterforge.gpu.plugins.module_utils._files import write_atomic
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import (
+    SETTING_ORDER,
+    SETTING_RESET,
     STATE_QUERY_FIELDS,
+    gpu_matches,
     parse_locked_clocks_output,
     parse_locked_memory_clocks_output,
     parse_query_csv,
     parse_supported_clocks,
+    setter_args,
     to_bool,
 )
 from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
 
 STATE_VERSION = 1
 META_KEYS = ("index", "pci_bus_id", "name")
-SETTING_KEYS = ("persistence_mode", "power_limit_watts", "application_clocks", "locked_gpu_clocks",
-                "locked_memory_clocks")
-RESET = "reset"
+SETTING_KEYS = SETTING_ORDER
+RESET = SETTING_RESET
 # Locked clocks have no NVML getter: they are compared with the state file and verified from the setter's message.
 LOCKS = ("locked_gpu_clocks", "locked_memory_clocks")
 # Each clock option: its reset switch and the keys of its value.
@@ -431,12 +434,7 @@ class NvidiaSmi(object):
             text = str(item).strip()
             match = None
             for row in rows:
-                if text.isdigit() and row.get("index") == int(text):
-                    match = row
-                elif text.lower() == str(row.get("uuid")).lower():
-                    match = row
-                elif (":" in text and normalize_bdf(text) is not None
-                      and normalize_bdf(text) == normalize_bdf(row.get("pci.bus_id"))):
+                if gpu_matches(item, row.get("index"), row.get("uuid"), row.get("pci.bus_id")):
                     match = row
             if match is None:
                 hint = " (MIG device UUIDs are not accepted: name the parent GPU)" if text.upper().startswith("MIG-") else ""
@@ -596,37 +594,38 @@ class NvidiaSmi(object):
         return have
 
     def actions(self, row, entry):
-        """The setters one GPU needs, as (option, argv tail, predicted after-value) tuples, in a safe order."""
+        """The setters one GPU needs, as (option, argv tail, predicted after-value) tuples, in SETTING_ORDER (the
+        boot program applies the state file in the same order, with the same setter_args)."""
         todo = []
         want = self.want
         if "persistence_mode" in want and row.get("persistence_mode") != want["persistence_mode"]:
-            todo.append(("persistence_mode", ["-pm", "1" if want["persistence_mode"] else "0"], want["persistence_mode"]))
+            todo.append(("persistence_mode", setter_args("persistence_mode", want["persistence_mode"]),
+                         want["persistence_mode"]))
         if "power_limit_watts" in want:
             limit = row.get("power.limit")
             if not isinstance(limit, (int, float)) or abs(limit - want["power_limit_watts"]) >= 0.5:
-                todo.append(("power_limit_watts", ["-pl", str(want["power_limit_watts"])], want["power_limit_watts"]))
+                todo.append(("power_limit_watts", setter_args("power_limit_watts", want["power_limit_watts"]),
+                             want["power_limit_watts"]))
         if "application_clocks" in want:
             have = (row.get("clocks.applications.memory"), row.get("clocks.applications.graphics"))
             if want["application_clocks"] == RESET:
                 target = (row.get("clocks.default_applications.memory"), row.get("clocks.default_applications.graphics"))
-                args = ["-rac"]
             else:
                 target = (want["application_clocks"]["memory"], want["application_clocks"]["graphics"])
-                args = ["-ac", "%d,%d" % target]
             if have != target:
-                todo.append(("application_clocks", args, {"memory": target[0], "graphics": target[1]}))
-        for option, lock, reset in (("locked_gpu_clocks", "-lgc", "-rgc"), ("locked_memory_clocks", "-lmc", "-rmc")):
+                todo.append(("application_clocks", setter_args("application_clocks", want["application_clocks"]),
+                             {"memory": target[0], "graphics": target[1]}))
+        for option in LOCKS:
             if option not in want:
                 continue
             request = want[option]
             recorded = entry.get(option, "absent")
             if request == RESET:
                 if recorded is not None:
-                    todo.append((option, [reset], RESET))
+                    todo.append((option, setter_args(option, RESET), RESET))
             elif not (isinstance(recorded, dict) and recorded.get("requested_min") == request["min"]
                       and recorded.get("requested_max") == request["max"]):
-                todo.append((option, [lock, "%d,%d" % (request["min"], request["max"])],
-                             {"min": request["min"], "max": request["max"]}))
+                todo.append((option, setter_args(option, request), {"min": request["min"], "max": request["max"]}))
         return todo
 
     # ------------------------------------------------------------------------------------- check mode

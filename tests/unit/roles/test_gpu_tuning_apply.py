@@ -5,6 +5,7 @@ import json
 import os
 import stat
 import subprocess
+import tempfile
 
 import pytest
 import yaml
@@ -14,7 +15,23 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 PROGRAM = os.path.join(ROOT, "roles", "gpu_tuning", "files", "clusterforge-gpu-tuning-apply")
 
 
-APPLY = load_script("cf_gpu_tuning_apply", PROGRAM)
+NVSMI_SOURCE = os.path.join(ROOT, "plugins", "module_utils", "nvidia_smi.py")
+
+
+def install_program(directory):
+    """The boot program and the module code it imports, in ``directory`` as the role installs them; its path."""
+    os.makedirs(str(directory), exist_ok=True)
+    for src, name in ((PROGRAM, "clusterforge-gpu-tuning-apply"), (NVSMI_SOURCE, "clusterforge_nvidia_smi.py")):
+        with open(src) as handle, open(os.path.join(str(directory), name), "w") as out:
+            out.write(handle.read())
+    path = os.path.join(str(directory), "clusterforge-gpu-tuning-apply")
+    os.chmod(path, 0o755)
+    return path
+
+
+# Loaded from where it imports the module code as on a node (removed when the test process ends).
+_INSTALLED = tempfile.TemporaryDirectory(prefix="cf-gpu-tuning-apply-")  # pylint: disable=consider-using-with
+APPLY = load_script("cf_gpu_tuning_apply", install_program(_INSTALLED.name))
 UUID0 = "GPU-00000000-0000-0000-0000-000000000000"
 UUID1 = "GPU-11111111-1111-1111-1111-111111111111"
 STATE = {"version": 1, "gpus": {
@@ -35,10 +52,16 @@ def _fake_smi(tmp_path, uuids):
     return smi, log
 
 
-def test_order_persistence_then_clocks_then_power_and_requested_lock_values():
+def test_the_modules_order_and_arguments_with_the_requested_lock_values():
     cmds = APPLY.commands_for(UUID0, STATE["gpus"][UUID0], "nvidia-smi")
-    assert [c[3:] for c in cmds] == [["-pm", "1"], ["-lgc", "1980,2100"], ["-ac", "2619,1980"], ["-pl", "500"]]
+    assert [c[3:] for c in cmds] == [["-pm", "1"], ["-pl", "500"], ["-ac", "2619,1980"], ["-lgc", "1980,2100"]]
     assert all(c[1:3] == ["-i", UUID0] for c in cmds)
+    # the module's own function and order, not a copy: what the nvidia_smi module runs for the same settings
+    nvsmi = APPLY.nvsmi
+    assert nvsmi.__file__ == os.path.join(os.path.dirname(APPLY.__file__), "clusterforge_nvidia_smi.py")
+    wanted = {"persistence_mode": True, "power_limit_watts": 500, "application_clocks": {"memory": 2619, "graphics": 1980},
+              "locked_gpu_clocks": {"min": 1980, "max": 2100}}
+    assert [c[3:] for c in cmds] == [nvsmi.setter_args(o, wanted[o]) for o in nvsmi.SETTING_ORDER if o in wanted]
 
 
 def test_null_means_driver_default_and_needs_no_command():
@@ -53,8 +76,8 @@ def test_applies_every_gpu_in_index_order(tmp_path):
     assert APPLY.main(["--state-file", str(state), "--nvidia-smi", str(smi)]) == 0
     calls = log.read_text().splitlines()
     assert calls[0].startswith("--query-gpu=uuid")
-    assert calls[1:] == ["-i %s -pm 1" % UUID0, "-i %s -lgc 1980,2100" % UUID0, "-i %s -ac 2619,1980" % UUID0,
-                         "-i %s -pl 500" % UUID0, "-i %s -pm 1" % UUID1, "-i %s -pl 500" % UUID1]
+    assert calls[1:] == ["-i %s -pm 1" % UUID0, "-i %s -pl 500" % UUID0, "-i %s -ac 2619,1980" % UUID0,
+                         "-i %s -lgc 1980,2100" % UUID0, "-i %s -pm 1" % UUID1, "-i %s -pl 500" % UUID1]
 
 
 def test_missing_gpu_fails_but_the_others_are_applied(tmp_path):
