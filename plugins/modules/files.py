@@ -205,7 +205,10 @@ def apply_entry(module, entry):
                 module.fail_json(msg="cannot create %s: %s" % (path, to_native(e.strerror)))
     elif want == "file":
         content = to_bytes(entry["content"])
-        before = _read(path) if have == "file" else None
+        try:
+            before = _read(path) if have == "file" else None
+        except (IOError, OSError) as e:
+            module.fail_json(msg="cannot read %s: %s" % (path, to_native(e.strerror)))
         if before != content:
             changed = True
             diffs.append({"before_header": path, "after_header": path,

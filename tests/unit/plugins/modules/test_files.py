@@ -116,3 +116,16 @@ def test_a_link_is_never_written_through(tmp_path):
     assert target.read_text() == "keep\n"
     removed = run([{"path": str(link), "state": "absent"}])
     assert removed["changed_paths"] == [str(link)] and not link.is_symlink() and target.read_text() == "keep\n"
+
+
+def test_a_file_that_cannot_be_read_fails_naming_it(tmp_path, monkeypatch):
+    conf = tmp_path / "x.conf"
+    conf.write_text("old\n")
+
+    def refuse(path):
+        raise IOError(13, "Permission denied")
+
+    monkeypatch.setattr(files, "_read", refuse)
+    result = run([{"path": str(conf), "content": "new\n"}])
+    assert result["failed"] is True and result["msg"] == "cannot read %s: Permission denied" % conf
+    assert conf.read_text() == "old\n"
