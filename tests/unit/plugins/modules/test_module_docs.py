@@ -43,8 +43,7 @@ def _texts(doc, where="DOCUMENTATION"):
             yield "%s.%s[%d]" % (where, key, i), item
     for name, option in (doc.get("options") or doc.get("suboptions") or {}).items():
         if isinstance(option, dict):
-            for found in _texts(dict(option, options=option.get("suboptions") or {}), "%s.%s" % (where, name)):
-                yield found
+            yield from _texts(dict(option, options=option.get("suboptions") or {}), "%s.%s" % (where, name))
 
 
 @pytest.mark.parametrize("path", MODULES, ids=[os.path.basename(p) for p in MODULES])
