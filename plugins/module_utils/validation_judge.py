@@ -77,6 +77,21 @@ def _result_problem(result, what):
     return None
 
 
+def _module_failed(result, data_key=None):
+    """Whether a registered module result is a module that failed before it returned its data (``data_key``).
+
+    measure.yml registers its reads with ``failed_when: false`` (one tool's failure must not stop the other
+    measurements), and Ansible then sets ``failed`` to false on the result: such a failure shows only as
+    ``failed_when_result`` beside the module's message, without its data (without ``data_key``, the message alone
+    tells: for a module that returns none on success). A result with ``failed`` set (a task without failed_when,
+    or ignore_errors) is a failure as it says.
+    """
+    if result.get("failed"):
+        return True
+    return "failed_when_result" in result and bool(result.get("msg")) and (
+        data_key is None or result.get(data_key) in (None, "", [], {}))
+
+
 def _failed_msg(result):
     """The first line of a failed module result's message (or stderr)."""
     lines = to_text(result.get("msg") or result.get("stderr") or "").strip().splitlines()
@@ -143,7 +158,7 @@ class _Judge(object):
         gpus = []
         if problem is None:
             gpus = [g for g in (info.get("gpus") or []) if _is_map(g)]
-            if info.get("failed") and not gpus:
+            if _module_failed(info, "gpus") and not gpus:
                 problem = ("fail", "nvidia_smi_info failed: %s" % _failed_msg(info))
         want = expected.get("gpu_count")
         if problem is not None:
@@ -317,7 +332,7 @@ class _Judge(object):
         what = "DCGM diagnostic%s" % (" level %s" % level.group(1) if level else "")
         tests = [t for t in (diag.get("tests") or []) if _is_map(t)]
         verdict = diag.get("result")
-        if not tests and diag.get("failed"):
+        if not tests and _module_failed(diag, "tests"):
             self.add("dcgm.diag", host, "fail", "%s: %s did not complete: %s" % (host, what, _failed_msg(diag)),
                      measured=verdict, expected="pass")
             return
@@ -379,7 +394,7 @@ class _Judge(object):
                      % (host, "false" if must is False else "not set"))
             return
         problem = _result_problem(info, "pcie_acs_info")
-        if problem is None and info.get("failed") and not _is_list(info.get("bridges")):
+        if problem is None and _module_failed(info, "bridges") and not _is_list(info.get("bridges")):
             problem = ("fail", "pcie_acs_info failed: %s" % _failed_msg(info))
         if problem is not None:
             self.add("pcie.acs", host, problem[0], "%s: %s" % (host, problem[1]), expected=0, unit="bridges")
@@ -419,7 +434,7 @@ class _Judge(object):
         that was not read."""
         if not _is_map(info) or info.get("skipped"):
             return None, "not read (no pcie_acs_info)"
-        if info.get("failed") and not _is_list(info.get("bridges")):
+        if _module_failed(info, "bridges") and not _is_list(info.get("bridges")):
             return None, "not read (pcie_acs_info failed)"
         if "gpu_nic_acs_enabled_bridges" in info:
             enabled = [to_text(b) for b in info.get("gpu_nic_acs_enabled_bridges") or []]
@@ -523,7 +538,7 @@ class _Judge(object):
         ports = []
         if problem is None:
             ports = [p for p in info.get("ports") or [] if _is_map(p)]
-            if info.get("failed") and not ports:
+            if _module_failed(info, "ports") and not ports:
                 problem = ("fail", "ib_port_info failed: %s" % _failed_msg(info))
         if problem is not None:
             self.add("ib.port", host, problem[0], "%s: %s" % (host, problem[1]), expected=rate, unit="Gb/s")
@@ -574,7 +589,7 @@ class _Judge(object):
         if errors is None:
             errors = sum(_number(s.get("errors")) or 0 for s in stages)
         errors = int(errors)
-        if not errors and diag.get("failed"):
+        if not errors and _module_failed(diag):
             # the tool did not run, printed no summary, or exceeded the module's max_warnings
             self.add("ib.fabric", "fabric", "fail", "fabric: ibdiagnet failed: %s" % _failed_msg(diag), expected=0,
                      unit="errors")
@@ -706,7 +721,7 @@ class _Judge(object):
         if problem:
             self.add("nccl.isolation", "multi-node", problem[0], "multi-node: %s" % problem[1])
             return
-        if found.get("failed"):
+        if _module_failed(found, "needed"):
             self.add("nccl.isolation", "multi-node", "fail", "multi-node: the isolation of the NCCL miss failed: %s"
                      % _failed_msg(found))
             return

@@ -854,6 +854,49 @@ def test_ibdiagnet_that_could_not_run_is_a_failure(measured, tmp_path):
     assert only(report, "ib.fabric", "fabric")["message"].startswith("fabric: ibdiagnet failed: ")
 
 
+def registered_with_failed_when_false(result):
+    """A module result as measure.yml registers it: its reads have ``failed_when: false`` (one tool's failure must
+    not stop the other measurements), and Ansible then sets ``failed`` and ``failed_when_result`` to false on the
+    result (TaskExecutor): only the message and the missing data tell that the module failed."""
+    registered = dict(result)
+    registered.update(failed=False, failed_when_result=False)
+    return registered
+
+
+def test_module_failures_registered_with_failed_when_false_are_failures_naming_why(measured, tmp_path):
+    """The lab's hung nvidia-smi showed "0 of 8 GPUs visible": the judge read ``failed`` only, which the task's
+    failed_when had set to false. Each measured module that failed is a failure with its message, as registered."""
+    hung = "no answer in 120 s: /usr/bin/nvidia-smi -q -x"
+    node = measured["nodes"]["gpu01"]
+    node["nvidia_smi_info"] = registered_with_failed_when_false(
+        {"changed": False, "msg": hung, "cmd": "/usr/bin/nvidia-smi -q -x", "rc": None, "stdout": "", "stderr": "",
+         "timed_out": True, "time_limit_seconds": 120})
+    node["dcgm_diag"] = registered_with_failed_when_false(
+        {"changed": False, "msg": "dcgmi diag -r 1 timed out after 300 seconds", "result": None, "tests": [],
+         "gpus": {}, "failed_tests": [], "metadata": {}, "output_format": None, "rc": None})
+    node["ib_port_info"] = registered_with_failed_when_false(
+        {"changed": False, "msg": "/sys/class/infiniband does not exist: no RDMA devices, or the ib_core/mlx5_ib "
+                                  "modules are not loaded"})
+    node["pcie_acs_info"] = registered_with_failed_when_false(
+        {"changed": False, "msg": "no answer in 60 s: /usr/bin/lspci -D -vvv"})
+    gpu02 = fresh_node(tmp_path, "gpu02", tune=False)
+    for hca in range(8):
+        gpu02.ok("ibstat", "--emu-port-down", "mlx5_%d" % hca)
+    measured["ibdiagnet"] = registered_with_failed_when_false(gpu02.ibdiagnet())
+    report = judge(measured)
+    assert_fails(report, [("dcgm.diag", "gpu01"), ("gpu.count", "gpu01"), ("ib.fabric", "fabric"),
+                          ("ib.port", "gpu01"), ("ib.port_count", "gpu01"), ("pcie.acs", "gpu01")])
+    assert only(report, "gpu.count", "gpu01")["message"] == "gpu01: nvidia_smi_info failed: " + hung
+    assert "timed out after 300 seconds" in only(report, "dcgm.diag", "gpu01")["message"]
+    assert "no RDMA devices" in only(report, "ib.port", "gpu01")["message"]
+    assert "no answer in 60 s" in only(report, "pcie.acs", "gpu01")["message"]
+    assert only(report, "ib.fabric", "fabric")["message"].startswith("fabric: ibdiagnet failed: ")
+    # A module that succeeded is judged as before, failed_when or not.
+    measured["nodes"]["gpu02"]["nvidia_smi_info"] = registered_with_failed_when_false(
+        measured["nodes"]["gpu02"]["nvidia_smi_info"])
+    assert ("gpu.count", "gpu02") not in failed(judge(measured))
+
+
 def test_smoke_nodes_as_slurm_hostlists_and_registered_dd_task(measured):
     measured["slurm_smoke"].update(nodes_expected="gpu[01-03]", nodes_ran="gpu[01-02],gpu07")
     measured["nodes"]["gpu01"]["storage"]["write"] = {"changed": True, "rc": 0, "stderr": DD_SLOW, "stdout": ""}
