@@ -63,7 +63,8 @@ REASON_PREFIX_MAX = 40
 # Keep in step with CHECKS, DEFAULT_STRIKES and DCGM_HEALTH_CODES in
 # roles/slurm_compute/templates/usr/libexec/clusterforge/slurm-healthcheck.j2 (a unit test compares them).
 HEALTHCHECK_CHECKS = ("gpu_count", "ecc", "retired_pages", "row_remap", "temperature", "dcgm_health", "dcgm_diag",
-                      "lustre", "xid", "nvlink", "pcie", "ib_port", "fabric_manager", "peermem", "throttle", "mig")
+                      "lustre", "xid", "nvlink", "pcie", "ib_port", "fabric_manager", "peermem", "throttle", "mig",
+                      "boot_units")
 # strikes takes a check name, or "timeout": the runs needed by a check whose only fault is a command not answering.
 HEALTHCHECK_STRIKE_KEYS = HEALTHCHECK_CHECKS + ("timeout",)
 # The DCGM health watch error codes (dcgm_errors.h) the check recognises in `dcgmi health -c -j`, which prints an

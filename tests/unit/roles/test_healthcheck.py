@@ -1884,6 +1884,32 @@ def test_fabric_manager_must_be_active_where_configured(node):
     assert node.updates() == ["update NodeName=gpu01 State=RESUME"]
 
 
+def test_a_failed_boot_unit_drains_naming_it_and_its_repair_resumes(node):
+    units = ["clusterforge-pcie-acs.service", "clusterforge-gpu-tuning.service", "clusterforge-roce-qos.service"]
+    node.tool("systemctl", "active\nfailed\ninactive\n", rc=0)  # is-failed: exit 0 when one of them failed
+    node.config["boot_units"] = []
+    assert node.run().returncode == 0 and node.calls("systemctl") == []  # none configured: not asked
+    node.config["boot_units"] = units
+    node.run()
+    assert node.calls("systemctl") == ["is-failed " + " ".join(units)]
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: boot_units: "
+                              "clusterforge-gpu-tuning.service failed"]
+    # Repaired (the unit restarted and passed): not installed and not run ("inactive") are no faults.
+    node.tool("systemctl", "active\nactive\ninactive\n", rc=1)
+    node.node("IDLE+DRAIN", "cf-health: boot_units: clusterforge-gpu-tuning.service failed")
+    (node.dir / "scontrol.calls").unlink()
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=RESUME"]
+
+
+def test_boot_units_that_systemctl_does_not_answer_for_are_a_fault_not_a_pass(node):
+    node.config["boot_units"] = ["clusterforge-gpu-tuning.service", "clusterforge-pcie-acs.service"]
+    node.tool("systemctl", "active\n", rc=1)  # one state for two units: not a verdict
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: boot_units: systemctl is-failed "
+                              "gave 1 state(s) for 2 unit(s) (rc 1)"]
+
+
 def test_peermem_must_be_loaded_where_configured(node):
     modules = node.dir / "sys-module"
     (modules / "nvidia").mkdir(parents=True)
@@ -1975,7 +2001,8 @@ def test_every_check_at_once_stays_within_the_budget_with_a_hung_nvlink_query(no
     node.hang("nvidia-smi", "nvlink")
     node.config.update(budget_seconds=6, command_timeout_seconds=20, ib=True, ib_sysfs_root=str(root),
                        fabric_manager=True, peermem=True, sys_module_dir=str(modules), mig_mode=False,
-                       lustre_mounts=["/lustre/scratch"], dcgm_diag_level=1)
+                       lustre_mounts=["/lustre/scratch"], dcgm_diag_level=1,
+                       boot_units=["clusterforge-gpu-tuning.service"])
     proc = node.run("--timing")
     timing = _timing(proc)
     assert proc.wall < 6, (proc.wall, proc.stdout)
