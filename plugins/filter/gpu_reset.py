@@ -49,6 +49,9 @@ def gpu_reset_slurm_verdict(scontrol_found, node_info=None, slurmd=None):
     A missing scontrol, or a node Slurm does not know, means "no job can run here" only when slurmd is not
     installed on the node either: with slurmd there, Slurm may be placing jobs that this node cannot see, and the
     answer is "refuse", naming what was found.
+
+    ``drain_first``: the node is free because it is IDLE and in service, so Slurm may start a job on it at any
+    moment: the GPUs are reset only after the caller drained it (and waited for it to be empty).
     """
     if node_info is not None and not isinstance(node_info, Mapping):
         raise AnsibleFilterError("gpu_reset_slurm_verdict: node_info must be slurm_node_info's result, got %s"
@@ -57,25 +60,27 @@ def gpu_reset_slurm_verdict(scontrol_found, node_info=None, slurmd=None):
     slurmd_here = _slurmd_text(_properties(slurmd))
     if not scontrol_found:
         if slurmd_here:
-            return {"free": False, "state": "unreadable: scontrol was not found on this node, but %s; a node that "
-                    "runs slurmd may be running jobs, so it is not taken as free (install scontrol or fix PATH)"
-                    % slurmd_here}
-        return {"free": True, "state": "not known to Slurm (scontrol and slurmd are not installed, so no job can "
-                "run here)"}
+            return {"free": False, "drain_first": False, "state": "unreadable: scontrol was not found on this node, "
+                    "but %s; a node that runs slurmd may be running jobs, so it is not taken as free (install "
+                    "scontrol or fix PATH)" % slurmd_here}
+        return {"free": True, "drain_first": False, "state": "not known to Slurm (scontrol and slurmd are not "
+                "installed, so no job can run here)"}
     if node_info.get("unknown"):
         msg = node_info.get("msg") or "the node is not in Slurm's node list"
         if slurmd_here:
-            return {"free": False, "state": "unreadable: Slurm does not know this node (%s), but %s; it is not "
-                    "taken as free" % (msg, slurmd_here)}
-        return {"free": True, "state": "not known to Slurm (%s), so no job can run here" % msg}
+            return {"free": False, "drain_first": False, "state": "unreadable: Slurm does not know this node (%s), "
+                    "but %s; it is not taken as free" % (msg, slurmd_here)}
+        return {"free": True, "drain_first": False, "state": "not known to Slurm (%s), so no job can run here" % msg}
     nodes = node_info.get("nodes") or []
     if nodes:
         node = nodes[0]
         reason = node.get("reason")
         state = "%s%s" % (node.get("state"), " (reason: %s)" % reason if reason else "")
-        free = bool(node.get("drained")) or (node.get("base") == "IDLE" and "COMPLETING" not in (node.get("flags") or []))
-        return {"free": free, "state": state}
-    return {"free": False, "state": "unreadable (%s)" % (node_info.get("msg") or "scontrol show node failed")}
+        drained = bool(node.get("drained"))
+        idle = node.get("base") == "IDLE" and "COMPLETING" not in (node.get("flags") or [])
+        return {"free": drained or idle, "drain_first": idle and not drained and not node.get("drain"), "state": state}
+    return {"free": False, "drain_first": False,
+            "state": "unreadable (%s)" % (node_info.get("msg") or "scontrol show node failed")}
 
 
 class FilterModule(object):

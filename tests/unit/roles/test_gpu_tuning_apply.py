@@ -109,14 +109,32 @@ echo "$*" >> "$FAKE_DIR/mig.calls"
 case "$1" in
   assert) if [ -f "$FAKE_DIR/mig.applied" ]; then exit 0; fi
           echo "Assertion failure: selected configuration not currently applied" >&2; exit 1;;
-  apply) : > "$FAKE_DIR/mig.applied"; echo "MIG configuration applied successfully"; exit 0;;
+  apply) if [ -f "$FAKE_DIR/mig.apply-fails" ]; then echo "Error applying MIG configuration: GPU in use" >&2; exit 1; fi
+         : > "$FAKE_DIR/mig.applied"; echo "MIG configuration applied successfully"; exit 0;;
 esac
 exit 2
 """
 SCONTROL = """#!/bin/sh
+# `scontrol show node` prints $FAKE_DIR/scontrol.out; `scontrol update ... State=DRAIN Reason=<text>` and
+# `State=RESUME` change it as slurmctld would for an idle node.
 echo "$*" >> "$FAKE_DIR/scontrol.calls"
-[ -f "$FAKE_DIR/scontrol.out" ] && cat "$FAKE_DIR/scontrol.out"
+out="$FAKE_DIR/scontrol.out"
+case "$1 $3" in
+  "update State=DRAIN")
+    reason=$(printf '%s' "$4" | sed 's/^Reason=//')
+    sed -i -e "s/State=IDLE /State=IDLE+DRAIN /" -e "s/Reason=.*/Reason=$reason [root@2026-11-29T16:00:00]/" "$out"
+    exit 0;;
+  "update State=RESUME")
+    sed -i -e "s/State=IDLE+DRAIN /State=IDLE /" -e "s/Reason=.*/Reason=none/" "$out"
+    exit 0;;
+esac
+[ -f "$out" ] && cat "$out"
 exit $(cat "$FAKE_DIR/scontrol.rc" 2>/dev/null || echo 0)
+"""
+SINFO = """#!/bin/sh
+# sinfo -h -N -n gpu01 -o "%N %t %C": drained and empty once scontrol.out says DRAIN
+echo "$*" >> "$FAKE_DIR/sinfo.calls"
+if grep -q "State=IDLE+DRAIN " "$FAKE_DIR/scontrol.out"; then echo "gpu01 drain 0/2/0/2"; else echo "gpu01 idle 0/2/0/2"; fi
 """
 SYSTEMCTL = """#!/bin/sh
 # systemctl show slurmd.service --property=LoadState --property=ActiveState, from $FAKE_DIR/slurmd.unit
@@ -142,7 +160,8 @@ def _exe(path, text):
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
 
 
-def _mig_run(tmp_path, apply_ok, scontrol=None, scontrol_rc=0, check=False, applied=False, slurmd=None):
+def _mig_run(tmp_path, apply_ok, scontrol=None, scontrol_rc=0, check=False, applied=False, slurmd=None,
+             apply_fails=False):
     """Run the MIG tasks; scontrol: the output of `scontrol show node` (None: scontrol is not installed); slurmd:
     what `systemctl show slurmd.service` prints (None: no such unit)."""
     fake = tmp_path / "fake"
@@ -152,11 +171,14 @@ def _mig_run(tmp_path, apply_ok, scontrol=None, scontrol_rc=0, check=False, appl
     _exe(fake / "nvidia-mig-parted", MIG_PARTED)
     if applied:
         (fake / "mig.applied").write_text("")
+    if apply_fails:
+        (fake / "mig.apply-fails").write_text("")
     _exe(bindir / "systemctl", SYSTEMCTL)
     if slurmd is not None:
         (fake / "slurmd.unit").write_text(slurmd)
     if scontrol is not None:
         _exe(bindir / "scontrol", SCONTROL)
+        _exe(bindir / "sinfo", SINFO)
         (fake / "scontrol.out").write_text(scontrol)
         (fake / "scontrol.rc").write_text(str(scontrol_rc))
     inv = {"all": {"hosts": {"gpu01": {
@@ -173,6 +195,9 @@ def _mig_run(tmp_path, apply_ok, scontrol=None, scontrol_rc=0, check=False, appl
     argv += ["--check"] if check else []
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     calls = (fake / "mig.calls").read_text().splitlines() if (fake / "mig.calls").exists() else []
+    updates = [c for c in (fake / "scontrol.calls").read_text().splitlines() if c.startswith("update ")] \
+        if (fake / "scontrol.calls").exists() else []
+    _mig_run.updates = updates
     return proc.returncode, proc.stdout + proc.stderr, [c.split()[0] for c in calls]
 
 
@@ -219,26 +244,48 @@ def test_mig_draining_node_still_runs_jobs(tmp_path):
 
 
 @needs_no_system_scontrol
-@pytest.mark.parametrize("state", ["IDLE+DRAIN", "IDLE"])
-def test_mig_drained_or_idle_node_is_applied_with_the_switch(tmp_path, state):
-    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=NODE.format(alloc=0, state=state, reason="none"))
+def test_mig_drained_node_is_applied_with_the_switch_and_left_drained(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=NODE.format(alloc=0, state="IDLE+DRAIN",
+                                                                           reason="admin: MIG change"))
     assert rc == 0, out
-    assert calls == ["assert", "apply"], out
+    assert calls == ["assert", "apply", "assert"], out
     assert "changed=1" in out, out
+    assert _mig_run.updates == [], _mig_run.updates  # someone else's drain: neither set nor resumed
+
+
+@needs_no_system_scontrol
+def test_mig_idle_node_is_drained_first_then_applied_checked_and_resumed(tmp_path):
+    """An idle node in service could take a job during the GPU reset: the role drains it with its own reason, waits
+    until it is empty, applies, checks the layout and resumes only its own drain."""
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=NODE.format(alloc=0, state="IDLE", reason="none"))
+    assert rc == 0, out
+    assert calls == ["assert", "apply", "assert"], out
+    assert _mig_run.updates == ["update NodeName=gpu01 State=DRAIN Reason=cf-mig: MIG layout all-1g.10gb",
+                                "update NodeName=gpu01 State=RESUME"], _mig_run.updates
+    assert "changed=3" in out, out
+
+
+@needs_no_system_scontrol
+def test_mig_failed_apply_leaves_the_idle_node_drained_with_the_layout_named(tmp_path):
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=NODE.format(alloc=0, state="IDLE", reason="none"),
+                              apply_fails=True)
+    assert rc != 0, out
+    assert calls == ["assert", "apply"], out
+    assert _mig_run.updates == ["update NodeName=gpu01 State=DRAIN Reason=cf-mig: MIG layout all-1g.10gb"]
 
 
 @needs_no_system_scontrol
 def test_mig_node_slurm_does_not_know_counts_as_idle(tmp_path):
     rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol="Node gpu01 not found\n", scontrol_rc=1)
     assert rc == 0, out
-    assert calls == ["assert", "apply"], out
+    assert calls == ["assert", "apply", "assert"], out
 
 
 @needs_no_system_scontrol
 def test_mig_first_install_without_scontrol_counts_as_idle(tmp_path):
     rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=None)
     assert rc == 0, out
-    assert calls == ["assert", "apply"], out
+    assert calls == ["assert", "apply", "assert"], out
 
 
 @needs_no_system_scontrol

@@ -36,15 +36,19 @@ def test_a_node_slurm_does_not_know_is_free_only_without_slurmd():
     assert refused["free"] is False and "gpu01 is not in Slurm's node list" in refused["state"]
 
 
-@pytest.mark.parametrize("node, free", [
-    ({"state": "IDLE+DRAIN", "base": "IDLE", "drained": True, "flags": ["DRAIN"], "reason": "cf: x"}, True),
-    ({"state": "IDLE", "base": "IDLE", "drained": False, "flags": []}, True),
-    ({"state": "IDLE+COMPLETING", "base": "IDLE", "drained": False, "flags": ["COMPLETING"]}, False),
-    ({"state": "MIXED", "base": "MIXED", "drained": False, "flags": []}, False),
+@pytest.mark.parametrize("node, free, drain_first", [
+    ({"state": "IDLE+DRAIN", "base": "IDLE", "drain": True, "drained": True, "flags": ["DRAIN"], "reason": "cf: x"},
+     True, False),
+    # idle and in service: free, but a job may start at any moment, so the caller drains it first
+    ({"state": "IDLE", "base": "IDLE", "drain": False, "drained": False, "flags": []}, True, True),
+    ({"state": "IDLE+COMPLETING", "base": "IDLE", "drain": False, "drained": False, "flags": ["COMPLETING"]},
+     False, False),
+    ({"state": "MIXED", "base": "MIXED", "drain": False, "drained": False, "flags": []}, False, False),
 ])
-def test_the_node_state_decides_when_slurm_answers(node, free):
+def test_the_node_state_decides_when_slurm_answers(node, free, drain_first):
     v = verdict(True, {"nodes": [node]}, ACTIVE)
     assert v["free"] is free and v["state"].startswith(node["state"])
+    assert v["drain_first"] is drain_first
 
 
 def test_a_read_that_failed_is_refused():
