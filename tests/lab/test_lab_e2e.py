@@ -697,9 +697,10 @@ class StampedMonitor(Monitor):
 
 def test_rolling_reboot_goes_through_slurm_and_the_node_returns_with_gpus_and_tunings(converged, tmp_path):
     """A change on gpu02 with the package manager's reboot marker and rolling_reboot_ok: Slurm reboots the node
-    (scontrol reboot ASAP nextstate=RESUME, RebootProgram = a container restart in the lab: /run is emptied, the
+    (scontrol reboot reason=<the run's>, RebootProgram = a container restart in the lab: /run is emptied, the
     emulated GPUs lose their clocks and power limit, the boot units run again), after the job running on it
-    completed, and gpu02 comes back in service with its GPUs and the tunings re-applied by gpu_tuning's boot unit."""
+    completed. gpu02 comes back drained, is judged by the gate while drained (never in service before the roll
+    resumes it), and returns to service with its GPUs and the tunings re-applied by gpu_tuning's boot unit."""
     states = settled_node_states({"gpu02": ("idle", "none")})
     assert states["gpu02"] == ("idle", "none"), states
     gres_before = slurm("sinfo", "-h", "-N", "-n", "gpu02", "-o", "%G")[1].strip()
@@ -727,7 +728,7 @@ def test_rolling_reboot_goes_through_slurm_and_the_node_returns_with_gpus_and_tu
     reason = "cf-roll:" + run_id
     assert "nodes to roll: gpu02" in flat, out
     # the plan said it, the apply phase did it
-    assert re.search(r"would reboot through Slurm \(scontrol reboot ASAP nextstate=RESUME\): gpu02 "
+    assert re.search(r"would reboot through Slurm, kept drained \(scontrol reboot\): gpu02 "
                      r"\(/run/reboot-required\)", flat), out
     assert "gpu02 rebooted through Slurm (/run/reboot-required)" in flat, out
 
@@ -763,7 +764,16 @@ def test_rolling_reboot_goes_through_slurm_and_the_node_returns_with_gpus_and_tu
     rc, out = podman_exec("gpu02", "test", "-e", "/run/reboot-required")
     assert rc != 0, "/run/reboot-required survived the reboot"
 
-    # Back in service: idle, no reason (nextstate=RESUME, and the roll left no drain), its GPUs schedulable.
+    # Kept drained through the reboot: Slurm brought it back drained with this run's reason (Slurm's note kept), the
+    # gate judged it then, and it was never in service from the roll's drain to the roll's resume.
+    ours = [t for t, snap in mon.snapshots if snap.get("gpu02", ("", ""))[1].startswith(reason)]
+    back_drained = [t for t, snap in mon.snapshots
+                    if snap.get("gpu02", ("", ""))[0].rstrip("*") == "drain" and snap["gpu02"][1] == rebooting]
+    assert back_drained, sorted({snap.get("gpu02") for t, snap in mon.snapshots})
+    in_service = [(t, snap["gpu02"]) for t, snap in mon.snapshots if "gpu02" in snap and min(ours) <= t <= max(ours)
+                  and snap["gpu02"][0].rstrip("*") in ("idle", "mix", "alloc")]
+    assert not in_service, in_service
+    # Back in service: idle, no reason (the roll resumed it after the gate), its GPUs schedulable.
     states = settled_node_states({"gpu02": ("idle", "none")})
     assert states["gpu02"] == ("idle", "none"), states
     assert slurm("sinfo", "-h", "-N", "-n", "gpu02", "-o", "%G")[1].strip() == gres_before

@@ -82,10 +82,11 @@ def node(state, reason=None):
 # ------------------------------------------------------------------------------------------------ the reboot task
 
 def test_the_reboot_goes_through_slurm_on_the_controller_and_never_through_ansible():
-    task = _task("apply", "Ask Slurm to reboot the node and resume it once slurmd registers (RebootProgram, "
-                          "HealthCheckProgram)")
+    task = _task("apply", "Ask Slurm to reboot the node, kept drained (RebootProgram, then HealthCheckProgram as "
+                          "slurmd starts)")
+    # No ASAP (it sets nextstate=UNDRAIN) and no nextstate=RESUME: the node comes back drained, for the gate.
     assert task["ansible.builtin.command"]["argv"] == [
-        "scontrol", "reboot", "ASAP", "nextstate=RESUME", "reason={{ __rolling_reason }}", "{{ inventory_hostname }}"]
+        "scontrol", "reboot", "reason={{ __rolling_reason }}", "{{ inventory_hostname }}"]
     assert task["delegate_to"] == "{{ __rolling_ctl }}"
     for name in os.listdir(os.path.join(ROLE, "tasks")):
         for t in _tasks(_yaml(ROLE, "tasks", name)):
@@ -103,8 +104,8 @@ def test_check_mode_reboots_nothing_and_says_what_would_reboot():
     assert "ansible_check_mode" in say["when"]
     tmpl = templar(__rolling_reboot_why=["/run/reboot-required"])
     msg = " ".join(render(tmpl, say["ansible.builtin.debug"]["msg"]).split())
-    assert msg == ("gpu02 would reboot through Slurm (/run/reboot-required): scontrol reboot ASAP nextstate=RESUME "
-                   "reason=%s gpu02" % REASON)
+    assert msg == ("gpu02 would reboot through Slurm (/run/reboot-required): scontrol reboot reason=%s gpu02 "
+                   "(kept drained until the gate passes)" % REASON)
 
 
 def test_a_needed_reboot_is_refused_unless_rolling_reboot_ok_is_true():
@@ -176,10 +177,11 @@ def test_the_wait_goes_on_while_slurm_has_the_reboot_pending_or_issued():
         assert "slurmd needs -b" in msg
 
 
-def test_the_node_is_back_when_slurm_resumed_it():
-    assert _wait("IDLE")[:3] == (True, False, True)
-    # a Slurm that kept the drain (and its note) still gives the node back to this run
+def test_the_node_is_back_drained_with_this_runs_reason():
+    # what Slurm 24.11 shows after `scontrol reboot reason=...` of a drained node (the lab)
     assert _wait("IDLE+DRAIN", REASON + " : reboot issued")[:3] == (True, False, True)
+    # someone resumed it meanwhile: back all the same (the resume phase then leaves it to them)
+    assert _wait("IDLE")[:3] == (True, False, True)
 
 
 def test_slurm_giving_up_or_refusing_the_registration_ends_the_wait_and_fails():
@@ -206,14 +208,14 @@ def test_a_drain_by_someone_else_during_the_reboot_ends_the_wait_and_is_given_ba
     assert "adopt" not in redrain["clusterforge.gpu.slurm_node"]
 
 
-def test_a_gate_that_loads_the_gpus_gets_the_node_drained_again_after_the_reboot():
-    task = _task("apply", "Drain the node again before a gate that loads its GPUs (jobs started since Slurm resumed "
-                          "it finish)")
-    args = task["clusterforge.gpu.slurm_node"]
-    assert args["state"] == "drained" and args["reason"] == "{{ __rolling_reason }}" and args["wait"] is True
-    for level, nccl, drains in ((1, False, False), (2, False, True), (1, True, True), (4, True, True)):
-        tmpl = templar(rolling_health_dcgm_level=level, rolling_health_nccl_test=nccl)
-        assert true(tmpl, task["when"]) is drains
+def test_nothing_returns_the_node_to_service_before_the_gate_passed():
+    """The node stays drained from the drain phase to the resume phase, through a reboot too: no task of apply or
+    gate resumes it, and none asks Slurm to resume it after a reboot."""
+    for phase in ("apply", "gate"):
+        for t in _tasks(_yaml(ROLE, "tasks", phase + ".yml")):
+            assert (t.get("clusterforge.gpu.slurm_node") or {}).get("state") != "resumed", (phase, t["name"])
+            argv = (t.get("ansible.builtin.command") or {}).get("argv") or []
+            assert not {"ASAP", "nextstate=RESUME", "State=RESUME"} & set(argv), (phase, t["name"])
 
 
 # ---------------------------------------------------------------------------------------------------- resume
@@ -224,10 +226,10 @@ def _resume(state, reason=None):
     return render(tmpl, facts["__rolling_resume_ours"]), render(tmpl, facts["__rolling_resume_theirs"])
 
 
-def test_resume_resumes_only_this_runs_drain_and_leaves_a_node_slurm_resumed_alone():
+def test_resume_resumes_only_this_runs_drain_and_leaves_a_resumed_node_alone():
     assert _resume("IDLE+DRAIN", REASON) == (True, False)
     assert _resume("IDLE+DRAIN", REASON + " : reboot issued") == (True, False)
-    assert _resume("IDLE") == (False, False)                     # Slurm resumed it after the reboot
+    assert _resume("IDLE") == (False, False)                     # someone else resumed it
     assert _resume("IDLE+DRAIN", REASON + "2") == (False, True)
     assert _resume("IDLE+DRAIN", "admin: fan") == (False, True)
     resume = _task("resume", "Resume the node if its reason is still this run's")
@@ -282,7 +284,7 @@ def test_the_plan_names_the_nodes_that_would_reboot_and_why():
     lines = _task("plan", "Plan | report")["ansible.builtin.debug"]["msg"]
     (report,) = [line for line in lines if "would reboot" in line]
     line = " ".join(render(templar(__rolling_would_reboot=would_reboot), report).split())
-    assert line == ("would reboot through Slurm (scontrol reboot ASAP nextstate=RESUME): "
+    assert line == ("would reboot through Slurm, kept drained (scontrol reboot): "
                     "gpu01 (nvidia_driver_reboot_required), gpu02 (/run/reboot-required)")
     line = " ".join(render(templar(__rolling_would_reboot={}, rolling_reboot_ok=False), report).split())
     assert line.startswith("need a reboot, which rolling_reboot_ok false does not allow") and line.endswith(": none")
@@ -382,3 +384,32 @@ def test_the_plan_reads_its_check_mode_run_beside_the_operators_callbacks(tmp_pa
     # a run that stopped before its callback wrote the document: no result, and the assert below names the nodes
     for key in ("empty", "error", "cut"):
         assert got[key] == {"recap": {}, "facts": {}}, key
+
+
+# ------------------------------------------------------------------------------------ the node's own health check
+
+HC_ASSERT = "The node's health check finds no fault"
+
+
+@pytest.mark.parametrize("rc, stdout, passes", [
+    (0, "cf-health: gpu02: healthy; state IDLE+DRAIN; action none; 0.41 s of a 40 s budget", True),
+    (1, "cf-health: gpu02: faults: boot_units: clusterforge-gpu-tuning.service failed; state IDLE+DRAIN; "
+        "action none; 0.52 s of a 40 s budget", False),
+    (1, "cf-health: gpu02: pending: temperature 1/2 (GPU 3 temperature 86 C > 85 C); state IDLE+DRAIN; action none; "
+        "0.50 s of a 40 s budget", False),
+    (2, "", False),
+    # another run held the lock to the end of the retries: nothing was checked, which is no pass
+    (0, "cf-health: gpu02: another health check run holds /run/clusterforge/healthcheck.lock; this run checked "
+        "nothing; 10.00 s of a 40 s budget", False),
+])
+def test_the_gate_fails_on_any_fault_of_the_nodes_own_health_check_naming_it(rc, stdout, passes):
+    check = _task("gate", HC_ASSERT)["ansible.builtin.assert"]
+    tmpl = templar(__rolling_gate_hc={"rc": rc, "stdout": stdout, "stdout_lines": stdout.splitlines(),
+                                      "stderr": "cf-health: cannot read /etc/slurm/clusterforge-healthcheck.json"
+                                      if rc == 2 else ""})
+    assert all(true(tmpl, cond) for cond in check["that"]) is passes
+    if not passes:
+        msg = " ".join(render(tmpl, check["fail_msg"]).split())
+        assert msg == (stdout or "cf-health: cannot read /etc/slurm/clusterforge-healthcheck.json")
+    run = _task("gate", "Run the node's health check as slurmd runs it, reporting only")
+    assert run["ansible.builtin.command"]["argv"][-1] == "--dry-run" and run["timeout"] == 90

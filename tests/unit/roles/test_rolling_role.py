@@ -112,5 +112,5 @@ def test_the_drain_reason_and_the_failure_message_are_unchanged():
     gate = _yaml(ROLE, "tasks", "gate.yml")
     steps = [t["ansible.builtin.set_fact"]["__rolling_step"] for t in gate[0]["block"]
              if "__rolling_step" in (t.get("ansible.builtin.set_fact") or {})]
-    assert steps == ["slurmd-registered", "gres-count", "dcgm-diag", "tuned-values", "nccl-test"]
+    assert steps == ["slurmd-registered", "gres-count", "dcgm-diag", "tuned-values", "health-check", "nccl-test"]
     assert gate[0]["when"] == "not ansible_check_mode"
