@@ -899,7 +899,12 @@ def validation_judge(measured, thresholds=None):
     nodes = measured.get("nodes")
     if nodes is not None and not _is_map(nodes):
         raise ValidationError("validation_judge: measured.nodes must be a dict of host -> node results")
-    if not nodes:
+    expected_nodes = _hosts(measured.get("nodes_expected"))
+    unmeasured = [h for h in expected_nodes if h not in (nodes or {})]
+    for host in unmeasured:
+        judge.add("gpu.count", host, "fail", "%s: not measured: the node failed or was unreachable earlier in this "
+                  "run, so nothing of it was judged" % host)
+    if not nodes and not unmeasured:
         judge.add("gpu.count", "nodes", "skip", "no node was measured")
     for host, node in (nodes or {}).items():
         host = to_text(host)

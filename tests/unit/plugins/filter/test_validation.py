@@ -897,6 +897,20 @@ def test_module_failures_registered_with_failed_when_false_are_failures_naming_w
     assert ("gpu.count", "gpu02") not in failed(judge(measured))
 
 
+def test_a_node_in_scope_that_was_never_measured_fails_naming_it(measured):
+    """A GPU node that failed before validation (site.yml's hung nvidia-smi) has no measurements: the lab's run said
+    "Validation passed" without it. In scope (nodes_expected), it fails gpu.count, named; out of scope it is absent."""
+    measured["nodes_expected"] = "gpu[01-03]"
+    report = judge(measured)
+    assert_fails(report, [("gpu.count", "gpu03")])
+    assert only(report, "gpu.count", "gpu03")["message"] == (
+        "gpu03: not measured: the node failed or was unreachable earlier in this run, so nothing of it was judged")
+    measured["nodes_expected"] = ["gpu01", "gpu02"]
+    assert judge(measured)["ok"] is True
+    assert judge({"cluster": "none", "nodes_expected": ["gpu01"]})["failures"] == [
+        "gpu01: not measured: the node failed or was unreachable earlier in this run, so nothing of it was judged"]
+
+
 def test_smoke_nodes_as_slurm_hostlists_and_registered_dd_task(measured):
     measured["slurm_smoke"].update(nodes_expected="gpu[01-03]", nodes_ran="gpu[01-02],gpu07")
     measured["nodes"]["gpu01"]["storage"]["write"] = {"changed": True, "rc": 0, "stderr": DD_SLOW, "stdout": ""}
