@@ -70,6 +70,7 @@ ROLLING_VARIABLES = (
     "rolling_health_nccl_test",
     "rolling_health_nccl_min_busbw_gbps",
     "rolling_health_nccl_timeout_seconds",
+    "rolling_health_node_check",
 )
 
 # Read once for the whole roll (the plan on the controller, the serial: keyword): one value for the cluster.
@@ -81,7 +82,7 @@ PER_NODE = tuple(v for v in ROLLING_VARIABLES if v not in CLUSTER_WIDE)
 SECONDS = ("rolling_drain_timeout_seconds", "rolling_poll_interval_seconds", "rolling_reboot_timeout_seconds",
            "rolling_health_register_timeout_seconds", "rolling_health_dcgm_timeout_seconds",
            "rolling_health_nccl_timeout_seconds")
-SWITCHES = ("rolling_reboot_ok", "rolling_plan", "rolling_health_nccl_test")
+SWITCHES = ("rolling_reboot_ok", "rolling_plan", "rolling_health_nccl_test", "rolling_health_node_check")
 # Roles whose play in site.yml runs on the GPU nodes (directly, or through a group GPU nodes are usually in).
 GPU_NODE_GROUPS = ("all", "gpu_nodes", "lustre_clients")
 # Roles of this collection that change nothing on a node: rolling them out would drain nodes for nothing.
@@ -381,6 +382,7 @@ RULES = {
     "rolling_health_nccl_timeout_seconds": _seconds,
     "rolling_health_nccl_test": _switch("rolling_health_nccl_test"),
     "rolling_health_nccl_min_busbw_gbps": _busbw,
+    "rolling_health_node_check": _switch("rolling_health_node_check"),
 }
 
 
