@@ -268,6 +268,18 @@ def wait_for_job(job_id, wanted, seconds=120):
 ROLL_RELEASE = "/srv/cf-roll-job-release"
 
 
+def held_job(host, release, name):
+    """A job on host that runs until the file `release` exists there (unreleased, it fails after 10 minutes); its id
+    once it runs."""
+    podman_exec(host, "rm", "-f", release)
+    rc, out = slurm("sbatch", "--parsable", "-w", host, "-J", name, "--time=12", "--wrap",
+                    "for i in $(seq 600); do [ -e %s ] && exit 0; sleep 1; done; exit 3" % release)
+    assert rc == 0, out
+    job = out.strip().split(";")[0]
+    assert wait_for_job(job, ("RUNNING",), 60) == "RUNNING"
+    return job
+
+
 def test_rolling_change_drains_only_what_changes_and_kills_no_job(converged, tmp_path):
     states = settled_node_states()
     assert all(s == "idle" for s, r in states.values()), states
@@ -275,12 +287,7 @@ def test_rolling_change_drains_only_what_changes_and_kills_no_job(converged, tmp
     assert rc == 0, out
     # The job runs until the test releases it, once gpu01 is seen draining under it (a fixed sleep ran out before the
     # drain when the machine was loaded: preflight and the plan come first); unreleased it fails after 10 minutes.
-    podman_exec("gpu01", "rm", "-f", ROLL_RELEASE)
-    rc, out = slurm("sbatch", "--parsable", "-w", "gpu01", "-J", "cf-roll-job", "--time=12", "--wrap",
-                    "for i in $(seq 600); do [ -e %s ] && exit 0; sleep 1; done; exit 3" % ROLL_RELEASE)
-    assert rc == 0, out
-    job = out.strip().split(";")[0]
-    assert wait_for_job(job, ("RUNNING",), 60) == "RUNNING"
+    job = held_job("gpu01", ROLL_RELEASE, "cf-roll-job")
     before_gpu02 = power_limits("gpu02")
 
     def release_when_draining(snap):

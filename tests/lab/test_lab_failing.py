@@ -15,7 +15,7 @@ import os
 import re
 
 from labkit import BIN, changed_tasks, podman_exec, recap, run, settled_node_states, slurm  # pylint: disable=import-error
-from test_lab_e2e import Monitor, power_change, power_limits, roll, wait_for_job  # pylint: disable=import-error
+from test_lab_e2e import Monitor, held_job, power_change, power_limits, roll, wait_for_job  # pylint: disable=import-error
 
 HANG = "/var/lib/clusterforge-emu/hang-nvidia-smi"
 NO_ANSWER = re.compile(r"no answer in 120 s: \S*nvidia-smi")
@@ -68,12 +68,7 @@ def test_a_hung_nvidia_smi_after_the_drain_stops_the_roll_with_the_command_in_th
     target = int(before["gpu01"][0]) - 50
     # A job on gpu01 holds the drain (DRAINING) until the test has made nvidia-smi hang: the change then meets the
     # hung tool after the drain, whatever the machine's speed.
-    podman_exec("gpu01", "rm", "-f", RELEASE)
-    rc, out = slurm("sbatch", "--parsable", "-w", "gpu01", "-J", "cf-hang-job", "--time=12", "--wrap",
-                    "for i in $(seq 600); do [ -e %s ] && exit 0; sleep 1; done; exit 3" % RELEASE)
-    assert rc == 0, out
-    job = out.strip().split(";")[0]
-    assert wait_for_job(job, ("RUNNING",), 60) == "RUNNING"
+    job = held_job("gpu01", RELEASE, "cf-hang-job")
 
     def hang_when_draining(snap):
         if snap.get("gpu01", ("", ""))[0] == "drng" and snap["gpu01"][1].startswith("cf-roll:"):
