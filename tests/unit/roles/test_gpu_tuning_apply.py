@@ -245,8 +245,8 @@ def test_mig_draining_node_still_runs_jobs(tmp_path):
 
 @needs_no_system_scontrol
 def test_mig_drained_node_is_applied_with_the_switch_and_left_drained(tmp_path):
-    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=NODE.format(alloc=0, state="IDLE+DRAIN",
-                                                                           reason="admin: MIG change"))
+    node = NODE.format(alloc=0, state="IDLE+DRAIN", reason="admin: MIG change")
+    rc, out, calls = _mig_run(tmp_path, apply_ok=True, scontrol=node)
     assert rc == 0, out
     assert calls == ["assert", "apply", "assert"], out
     assert "changed=1" in out, out
