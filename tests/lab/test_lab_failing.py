@@ -13,8 +13,9 @@ Every test leaves the node answering and in service again.
 import json
 import os
 import re
+import time
 
-from labkit import BIN, changed_tasks, podman_exec, recap, run, settled_node_states, slurm  # pylint: disable=import-error
+from labkit import BIN, changed_tasks, node_states, podman_exec, recap, run, settled_node_states, slurm  # pylint: disable=import-error
 from test_lab_e2e import Monitor, held_job, power_change, power_limits, roll, wait_for_job  # pylint: disable=import-error
 
 HANG = "/var/lib/clusterforge-emu/hang-nvidia-smi"
@@ -28,7 +29,18 @@ def hang(host):
 
 
 def answer(host):
+    """nvidia-smi answers again. While it hung, slurmd's own health check may have drained the node ("cf-health:
+    nvidia-smi: no answer within 19 s", after its strikes), as it must: a passing run of the check resumes its own
+    drain, so run it as slurmd does until the node is out of its hands (a run that found the lock held checks
+    nothing)."""
     podman_exec(host, "rm", "-f", HANG)
+    for dummy in range(5):
+        state, reason = node_states().get(host, ("", ""))
+        if not reason.startswith("cf-health:"):
+            return
+        podman_exec(host, "env", "-i", "SLURMD_NODENAME=" + host, "/usr/libexec/clusterforge/slurm-healthcheck")
+        time.sleep(3)
+    raise AssertionError("%s is still drained by the health check: %s" % (host, node_states().get(host)))
 
 
 def test_a_hung_nvidia_smi_fails_its_host_in_site_yml_and_the_others_finish(converged):  # pylint: disable=unused-argument
@@ -122,8 +134,9 @@ def test_a_hung_nvidia_smi_fails_validation_naming_the_node_and_the_command(conv
     assert ("gpu.count", "gpu02") in failed, failed
     detail = json.dumps(failed[("gpu.count", "gpu02")])
     assert "gpu02" in detail and NO_ANSWER.search(detail), detail
-    # Only gpu02 fails; gpu01 is judged as usual.
-    assert {c["subject"].split()[0] for c in report["checks"] if c["status"] == "fail"} == {"gpu02"}, failed.keys()
+    # Every failure is gpu02's; gpu01 is judged as usual. (When the hang lasted long enough for slurmd's health
+    # check to drain gpu02, the smoke job and the ib_write_bw round that needed gpu02 fail too, naming it.)
+    assert all("gpu02" in c["subject"] or "gpu02" in c["message"] for c in failed.values()), list(failed.values())
     assert any(c["subject"].startswith("gpu01") and c["status"] == "pass" for c in report["checks"])
 
 
