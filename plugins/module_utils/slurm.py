@@ -309,7 +309,7 @@ def gres_count(text, name="gpu"):
 
 
 # --- drain-reason ownership: the one rule every drain, resume and reason rewrite of this collection follows -------
-# The health check (roles/slurm_compute/templates/usr/libexec/clusterforge/slurm-healthcheck.j2) runs on the nodes,
+# The health check (roles/slurm_compute/files/slurm_healthcheck.py) runs on the nodes,
 # where this file is not installed: it carries a copy of reason_action and these two tuples, and
 # tests/unit/roles/test_healthcheck.py proves that the copy decides as this function does on every state, reason and
 # prefix of its matrix.

@@ -40,7 +40,7 @@ CMP = "slurm_compute"
 # --- drain-reason ownership -----------------------------------------------------------------------------------
 # Reason prefixes other workflows own: the health check resumes every drain whose reason starts with its own prefix,
 # and another owner resumes (or adopts) every drain whose reason starts with theirs. Keep in step with the list in
-# roles/slurm_compute/templates/usr/libexec/clusterforge/slurm-healthcheck.j2 (a unit test compares them).
+# roles/slurm_compute/files/slurm_healthcheck.py (a unit test compares them).
 OTHER_REASON_OWNERS = (
     ("cf-roll:", "the rolling playbook (playbooks/rolling_reconfigure.yml)"),
     (DEEP_REASON_PREFIX, "the deep checks on drained nodes (playbooks/health_deep.yml)"),
@@ -61,7 +61,7 @@ REASON_PREFIX_MAX = 40
 
 # --- the health check's checks ----------------------------------------------------------------------------------
 # Keep in step with CHECKS, DEFAULT_STRIKES and DCGM_HEALTH_CODES in
-# roles/slurm_compute/templates/usr/libexec/clusterforge/slurm-healthcheck.j2 (a unit test compares them).
+# roles/slurm_compute/files/slurm_healthcheck.py (a unit test compares them).
 HEALTHCHECK_CHECKS = ("gpu_count", "ecc", "retired_pages", "row_remap", "temperature", "dcgm_health", "dcgm_diag",
                       "lustre", "xid", "nvlink", "pcie", "ib_port", "fabric_manager", "peermem", "throttle", "mig",
                       "boot_units")

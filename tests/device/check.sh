@@ -88,7 +88,7 @@ tail -25 "$REC/modules_play.log"
 
 # --- the Slurm health check, dry run (no scontrol here: it reports its checks, acts on nothing, exits 2) ---
 NGPU=$(grep -c '^GPU ' "$REC/list.out"); NGPU=${NGPU:-0}
-sed '2d' roles/slurm_compute/templates/usr/libexec/clusterforge/slurm-healthcheck.j2 > /tmp/cf-healthcheck
+cp roles/slurm_compute/files/slurm_healthcheck.py /tmp/cf-healthcheck
 cat > /tmp/cf-healthcheck.json <<JSON
 {"node_name": "device01", "gpu_count": $NGPU, "dcgm": "auto", "ib": false, "textfile_dir": "",
  "state_dir": "/tmp/cf-hc-state", "syslog": false, "breaker_jitter_seconds": 0, "breaker_settle_seconds": 0,

@@ -1,5 +1,5 @@
 """The TEST EMULATORS behind the node health check's new checks, run as subprocesses and read through the health
-check's own parsers (roles/slurm_compute/templates/usr/libexec/clusterforge/slurm-healthcheck.j2, loaded as a
+check's own parsers (roles/slurm_compute/files/slurm_healthcheck.py, loaded as a
 module), so the emulators cannot drift from what the check reads: dmesg (Xids and SXids), nvidia-smi's nvlink -s/-e,
 its PCIe link width, MIG mode and clock event reasons, and dcgmi health incidents with a DCGM error code."""
 
@@ -17,8 +17,7 @@ from conftest import EMULATORS, ROOT
 DMESG = os.path.join(EMULATORS, "dmesg")
 NVIDIA_SMI = os.path.join(EMULATORS, "nvidia-smi")
 DCGMI = os.path.join(EMULATORS, "dcgmi")
-TEMPLATE = os.path.join(ROOT, "roles", "slurm_compute", "templates", "usr", "libexec", "clusterforge",
-                        "slurm-healthcheck.j2")
+PROGRAM = os.path.join(ROOT, "roles", "slurm_compute", "files", "slurm_healthcheck.py")
 # util-linux dmesg: "[%5lu.%06lu] " then the message
 STAMP = re.compile(r"^\[[ \d]{5,}\.\d{6}\] \S")
 
@@ -26,8 +25,8 @@ STAMP = re.compile(r"^\[[ \d]{5,}\.\d{6}\] \S")
 @pytest.fixture(scope="module")
 def hc(tmp_path_factory):
     path = tmp_path_factory.mktemp("hc") / "cf_healthcheck_emu.py"
-    with open(TEMPLATE) as handle:
-        path.write_text(handle.read().replace("{{ ansible_managed | comment }}", "# rendered for the test"))
+    with open(PROGRAM) as handle:
+        path.write_text(handle.read())
     spec = importlib.util.spec_from_file_location("cf_healthcheck_emu", str(path))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

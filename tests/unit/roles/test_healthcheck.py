@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import stat
 import subprocess
 import sys
@@ -22,7 +23,8 @@ import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "slurm_compute")
-TEMPLATE = os.path.join(ROLE, "templates", "usr", "libexec", "clusterforge", "slurm-healthcheck.j2")
+# The program as the role installs it (verbatim, tasks/config.yml): plain Python, linted by ansible-test sanity.
+PROGRAM = os.path.join(ROLE, "files", "slurm_healthcheck.py")
 EPILOG = os.path.join(ROLE, "templates", "etc", "slurm", "epilog.d", "90-cf-healthcheck.j2")
 UNIT = os.path.join(ROLE, "templates", "etc", "systemd", "system", "clusterforge-healthcheck.service.j2")
 HC_PATH = "/usr/libexec/clusterforge/slurm-healthcheck"
@@ -114,9 +116,7 @@ class Node(object):
         self.bin = tmp_path / "bin"
         self.bin.mkdir()
         self.script = tmp_path / "slurm-healthcheck"
-        with open(TEMPLATE) as handle:
-            text = handle.read().replace("{{ ansible_managed | comment }}", "# rendered for the test")
-        self.script.write_text(text)
+        shutil.copyfile(PROGRAM, str(self.script))
         self.mounts = tmp_path / "mounts"
         self.mounts.write_text("proc /proc proc rw 0 0\n")
         self.boot_id = tmp_path / "boot_id"
@@ -482,9 +482,8 @@ def test_own_prefix_still_resumes_only_its_own(node):
 
 
 def _script_tuple(name):
-    with open(TEMPLATE) as handle:
-        text = handle.read()
-    tree = ast.parse(text.replace("{{ ansible_managed | comment }}", ""))
+    with open(PROGRAM) as handle:
+        tree = ast.parse(handle.read())
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and getattr(stmt.targets[0], "id", None) == name:
             return ast.literal_eval(stmt.value)
@@ -991,11 +990,10 @@ runpy.run_path(script, run_name="__main__")
 
 
 def program(tmp_path):
-    """The rendered program as a module, for its parsers."""
+    """The program as a module, for its parsers (a copy, so that no bytecode is written beside the role's file)."""
     import importlib.util
     path = tmp_path / "cf_healthcheck_module.py"
-    with open(TEMPLATE) as handle:
-        path.write_text(handle.read().replace("{{ ansible_managed | comment }}", "# rendered for the test"))
+    shutil.copyfile(PROGRAM, str(path))
     spec = importlib.util.spec_from_file_location("cf_healthcheck_module", str(path))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -1063,15 +1061,23 @@ def metric(samples, name, label):
     return dict((k[2], v) for k, v in samples.items() if k[0] == "clusterforge_healthcheck_" + name and k[1] == label)
 
 
-# --- the template stays a Jinja template of a Python program ----------------------------------------------------
+# --- the program is a plain Python file, installed verbatim ----------------------------------------------------
 
-def test_the_template_renders_to_the_program_unchanged():
-    with open(TEMPLATE) as handle:
+def test_the_program_is_plain_python_installed_verbatim():
+    with open(PROGRAM) as handle:
         text = handle.read()
-    assert "{%" not in text and "{#" not in text and text.count("{{") == 1
-    rendered = render(TEMPLATE)
-    assert rendered == text.replace("{{ ansible_managed | comment }}", "# Ansible managed")
-    ast.parse(rendered)
+    assert text.startswith("#!/usr/bin/python3\n")
+    ast.parse(text)
+    with open(os.path.join(ROLE, "tasks", "config.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    items = [item for t in tasks if "clusterforge.gpu.files" in t for item in t["clusterforge.gpu.files"]["files"]
+             if item["path"] == "{{ slurm_compute_healthcheck_path }}"]
+    # the file lookup, not the template one: nothing in the program is templated, and rstrip=false keeps its last
+    # newline
+    assert items == [{"path": "{{ slurm_compute_healthcheck_path }}",
+                      "content": "{{ lookup('ansible.builtin.file', role_path ~ '/files/slurm_healthcheck.py', "
+                                 "rstrip=false) }}",
+                      "owner": "root", "group": "root", "mode": "0755"}], items
 
 
 def test_the_check_names_and_strikes_are_documented():

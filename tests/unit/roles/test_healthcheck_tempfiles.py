@@ -6,23 +6,21 @@ import stat
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-TEMPLATE = os.path.join(ROOT, "roles", "slurm_compute", "templates", "usr", "libexec", "clusterforge",
-                        "slurm-healthcheck.j2")
+PROGRAM = os.path.join(ROOT, "roles", "slurm_compute", "files", "slurm_healthcheck.py")
 
 
 def _write_atomically():
-    with open(TEMPLATE) as f:
+    with open(PROGRAM) as f:
         text = f.read()
     start = text.index("def write_atomically(")
     source = text[start:text.index("\n\n\ndef ", start)]
-    assert "{{" not in source and "{%" not in source   # plain Python in the template
     namespace = {"os": os, "tempfile": tempfile}
-    exec(compile(source, TEMPLATE, "exec"), namespace)  # pylint: disable=exec-used
+    exec(compile(source, PROGRAM, "exec"), namespace)  # pylint: disable=exec-used
     return namespace["write_atomically"]
 
 
 def test_the_old_predictable_temporary_names_are_gone():
-    with open(TEMPLATE) as f:
+    with open(PROGRAM) as f:
         text = f.read()
     assert ".tmp\" % (" not in text and "%d.tmp" not in text
 

@@ -442,9 +442,9 @@ def test_r580_h200_state_query():
 def _healthcheck_fields():
     import ast
     path = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, os.pardir, "roles",
-                        "slurm_compute", "templates", "usr", "libexec", "clusterforge", "slurm-healthcheck.j2")
+                        "slurm_compute", "files", "slurm_healthcheck.py")
     with open(path) as f:
-        source = "".join(line for line in f if not line.startswith("{{"))
+        source = f.read()
     values = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):

@@ -585,10 +585,9 @@ def _load_inventory(path):
 def test_health_check_names_and_codes_are_the_programs():
     """The check names, strike keys and DCGM codes preflight accepts are the ones the health check program knows."""
     import ast
-    path = os.path.join(COLLECTION_ROOT, "roles", "slurm_compute", "templates", "usr", "libexec", "clusterforge",
-                        "slurm-healthcheck.j2")
+    path = os.path.join(COLLECTION_ROOT, "roles", "slurm_compute", "files", "slurm_healthcheck.py")
     with open(path) as handle:
-        tree = ast.parse(handle.read().replace("{{ ansible_managed | comment }}", ""))
+        tree = ast.parse(handle.read())
     values = {}
     for stmt in tree.body:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-{{ ansible_managed | comment }}
+# Installed by the clusterforge.gpu collection (role slurm_compute); local changes are overwritten.
 """ClusterForge Slurm node health check (installed by clusterforge.gpu.slurm_compute).
 
 Run by slurmd as HealthCheckProgram (every HealthCheckInterval, and once when slurmd starts, before the node
@@ -1443,8 +1443,8 @@ def confirm_drain(cfg, scontrol, node, new_reason, before_state, budget, report,
     report["breaker"] = tripped
     if "DOWN" in set(before_state.upper().replace("*", "").split("+")):
         log_error(cfg, "cf-health: %s: breaker open: drain %d of %d with reason prefix %r, at most %d (%d%%) may "
-                       "be; the node was DOWN before it, so the drain stays" % (node, rank, total, prefix, cap,
-                                                                                 percent))
+                       "be; the node was DOWN before it, so the drain stays"
+                  % (node, rank, total, prefix, cap, percent))
         return False
     log_error(cfg, "cf-health: %s: breaker open: drain withdrawn for %s: it was drain %d with reason prefix %r of "
                    "%d nodes, at most %d (%d%%) may be; faults: %s"
