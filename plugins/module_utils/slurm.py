@@ -309,10 +309,9 @@ def gres_count(text, name="gpu"):
 
 
 # --- drain-reason ownership: the one rule every drain, resume and reason rewrite of this collection follows -------
-# The health check (roles/slurm_compute/files/slurm_healthcheck.py) runs on the nodes,
-# where this file is not installed: it carries a copy of reason_action and these two tuples, and
-# tests/unit/roles/test_healthcheck.py proves that the copy decides as this function does on every state, reason and
-# prefix of its matrix.
+# The health check (roles/slurm_compute/files/slurm_healthcheck.py) runs on the nodes, where the collection is not
+# installed: the slurm_compute role installs this file beside it as clusterforge_slurm.py, and it imports
+# reason_action and state_flags from there. So this module imports nothing beyond the standard library.
 #
 # Node states in which Slurm keeps a reason that someone set: draining over it would overwrite that reason.
 REASON_STATES = ("DOWN", "FAIL", "FAILING")

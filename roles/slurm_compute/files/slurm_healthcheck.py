@@ -128,6 +128,11 @@ try:
 except ImportError:  # pragma: no cover - every Linux Python has it
     syslog = None
 
+# The collection's plugins/module_utils/slurm.py, installed beside this program (roles/slurm_compute/tasks/config.yml):
+# the one rule of whose drain reason may be replaced or resumed, shared with the slurm_node module.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from clusterforge_slurm import parse_scontrol_nodes, reason_action, split_reason, state_flags  # noqa: E402  pylint: disable=import-error,wrong-import-position
+
 # The run's clock starts here, before the configuration is read.
 STARTED = time.monotonic()
 
@@ -141,12 +146,6 @@ EXTRA_FIELDS = ["index", "pcie.link.width.current", "pcie.link.width.max", "mig.
 THROTTLE_REASONS = (("hw_slowdown", "HW slowdown"), ("hw_thermal_slowdown", "HW thermal slowdown"),
                     ("sw_thermal_slowdown", "SW thermal slowdown"))
 EVENT_PREFIXES = ("clocks_event_reasons", "clocks_throttle_reasons")
-# `Reason=<text> [<user>@<time>]`: the time slurmctld took the drain (SLURM_TIME_FORMAT=standard, set for every
-# command this check runs: ISO 8601, to the second, so that its text sorts as the time does).
-REASON_TAG_RE = re.compile(r"\bReason=(.*?)\s*\[[^\]@\s]*@([^\]\s]+)\]")
-REASON_RE = re.compile(r"\bReason=(.*)$")
-STATE_RE = re.compile(r"\bState=(\S+)")
-NODE_NAME_RE = re.compile(r"^NodeName=(\S+)")
 
 # Every check, in the order the documentation, the metrics and the preflight list them. Keep in step with
 # HEALTHCHECK_CHECKS in plugins/plugin_utils/preflight_slurm.py (a unit test compares them).
@@ -1274,62 +1273,14 @@ def count_strikes(r, counting):
     return active, pending, counts
 
 
-# --- drain-reason ownership: a copy of reason_action in the collection's plugins/module_utils/slurm.py (this program
-# runs on the node, where the collection is not installed); tests/unit/roles/test_healthcheck.py proves that both
-# decide alike on every state, reason and prefix of its matrix, and that these tuples are the same.
-REASON_STATES = ("DOWN", "FAIL", "FAILING")
-SLURM_TRANSIENT_DOWN_REASONS = ("Not responding",)
-_STATE_SUFFIX_FLAGS = {"*": "NOT_RESPONDING", "~": "POWERED_DOWN", "#": "POWERING_UP", "!": "POWER_DOWN",
-                       "%": "POWERING_DOWN", "$": "MAINT", "@": "REBOOT_REQUESTED", "^": "REBOOT_ISSUED",
-                       "-": "PLANNED"}
-
+# --- drain-reason ownership: reason_action of plugins/module_utils/slurm.py (imported above) --------------------------
 
 def node_info(state):
-    """scontrol's node state (IDLE+DRAIN, DOWN*, MIXED+DRAIN+NOT_RESPONDING) as {base, flags, drain}."""
-    parts = [p for p in (state or "").strip().upper().split("+") if p]
-    base, flags = "", []
-    for index, part in enumerate(parts):
-        while part and part[-1] in _STATE_SUFFIX_FLAGS:
-            if _STATE_SUFFIX_FLAGS[part[-1]] not in flags:
-                flags.append(_STATE_SUFFIX_FLAGS[part[-1]])
-            part = part[:-1]
-        if not part:
-            continue
-        if index == 0:
-            base = part
-        elif part not in flags:
-            flags.append(part)
-    if base in ("DRAINED", "DRAINING") and "DRAIN" not in flags:
-        flags.insert(0, "DRAIN")
-    return {"base": base, "flags": flags, "drain": "DRAIN" in flags}
-
-
-def reason_action(action, info, reason, prefix, wanted=None, rewrite=False):
-    """Whether this check may drain ("drain") or resume ("resume") a node: ("act"|"none"|"skip", why).
-
-    A reason belongs to whoever set it: one that starts with the prefix is this check's (a drain may replace it with
-    rewrite, a resume may lift it); any other reason on a drained, DOWN or FAIL node is never overwritten and never
-    resumed, except Slurm's own transient DOWN reasons (SLURM_TRANSIENT_DOWN_REASONS), which a drain may cover."""
-    owned = (reason or "").startswith(prefix)
-    if action == "drain":
-        if info["drain"]:
-            if reason == wanted:
-                return "none", None
-            if rewrite and owned:
-                return "act", None
-            return "skip", "already drained with another reason; not overwritten"
-        if reason and reason != wanted and (info["base"] in REASON_STATES or "FAIL" in info["flags"]):
-            if info["base"] == "DOWN" and reason in SLURM_TRANSIENT_DOWN_REASONS:
-                return "act", None
-            return "skip", "%s with a reason set by someone else; draining would overwrite it" % info["base"]
-        return "act", None
-    if action == "resume":
-        if not info["drain"]:
-            return "none", None
-        if owned:
-            return "act", None
-        return "skip", "drained by someone else (reason does not start with %r); use force to resume" % prefix
-    raise ValueError("unknown action %r" % (action,))
+    """scontrol's node state (IDLE+DRAIN, DOWN*, MIXED+DRAIN+NOT_RESPONDING) as state_flags reads it; an empty
+    state (a node scontrol did not describe) has no flag."""
+    if not (state or "").strip():
+        return {"base": "", "flags": [], "drain": False}
+    return state_flags(state)
 
 
 def decide(active, pending, state, reason, prefix, max_len):
@@ -1372,37 +1323,31 @@ def _scontrol(scontrol, budget, args, label, what):
     return res.out
 
 
-def _state_and_reason(line):
-    state_m = STATE_RE.search(line)
-    reason_m = REASON_TAG_RE.search(line) or REASON_RE.search(line)
-    state = state_m.group(1) if state_m else ""
-    reason = reason_m.group(1).strip() if reason_m else ""
-    if reason.lower() in ("none", "(null)"):
-        reason = ""
-    return state, reason
+def _state_and_reason(node):
+    """(state, reason without its [user@time] tag, the tag's time) of one node of parse_scontrol_nodes; "" for none.
+    The time is when slurmctld took the drain (SLURM_TIME_FORMAT=standard, set for every command this check runs:
+    ISO 8601, to the second, so that its text sorts as the time does)."""
+    reason, _user, taken = split_reason(node.get("Reason"))
+    return node.get("State", ""), reason or "", taken or ""
 
 
 def node_state(scontrol, node, budget):
-    return _state_and_reason(_scontrol(scontrol, budget, ["show", "node", "-o", node], "show node %s" % node,
-                                       "scontrol show node"))
+    out = _scontrol(scontrol, budget, ["show", "node", "-o", node], "show node %s" % node, "scontrol show node")
+    described = [n for n in parse_scontrol_nodes(out) if n.get("NodeName") == node] or [{}]
+    return _state_and_reason(described[0])[:2]
 
 
 def own_drains(out, prefix):
     """(nodes in the cluster, {node: (reason time, reason)} of those drained or draining with this prefix) from
     `scontrol show node -o` of every node. The time is "" where the reason has no `[user@time]`."""
-    total = 0
+    nodes = [n for n in parse_scontrol_nodes(out) if n.get("NodeName")]
     drains = {}
-    for line in out.splitlines():
-        name = NODE_NAME_RE.match(line.strip())
-        if not name:
-            continue
-        total += 1
-        state, reason = _state_and_reason(line)
+    for node in nodes:
+        state, reason, taken = _state_and_reason(node)
         flags = set(state.upper().replace("*", "").split("+"))
         if flags & {"DRAIN", "DRAINED", "DRAINING", "FAIL"} and reason.startswith(prefix):
-            tag = REASON_TAG_RE.search(line)
-            drains[name.group(1)] = (tag.group(2) if tag else "", reason)
-    return total, drains
+            drains[node["NodeName"]] = (taken, reason)
+    return len(nodes), drains
 
 
 def all_nodes(scontrol, budget, when):

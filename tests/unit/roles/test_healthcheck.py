@@ -25,6 +25,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 ROLE = os.path.join(ROOT, "roles", "slurm_compute")
 # The program as the role installs it (verbatim, tasks/config.yml): plain Python, linted by ansible-test sanity.
 PROGRAM = os.path.join(ROLE, "files", "slurm_healthcheck.py")
+# Installed beside it as clusterforge_slurm.py (tasks/config.yml): the program imports its drain-ownership rule.
+SLURM_UTILS = os.path.join(ROOT, "plugins", "module_utils", "slurm.py")
 EPILOG = os.path.join(ROLE, "templates", "etc", "slurm", "epilog.d", "90-cf-healthcheck.j2")
 UNIT = os.path.join(ROLE, "templates", "etc", "systemd", "system", "clusterforge-healthcheck.service.j2")
 HC_PATH = "/usr/libexec/clusterforge/slurm-healthcheck"
@@ -32,6 +34,14 @@ DCGMI_EMULATOR = os.path.join(ROOT, "tests", "lab", "emulators", "dcgmi")
 # Slurm's client commands: Slurm's prolog/epilog guide says prolog and epilog scripts must call none of them.
 SLURM_COMMANDS = re.compile(r"\b(scontrol|sinfo|squeue|srun|sbatch|salloc|scancel|sacct|sacctmgr|sstat|sprio|sshare|"
                             r"sreport|sdiag|strigger|sbcast|sattach|scrontab)\b")
+
+
+def install_program(folder, name):
+    """The program and the module it imports, as the role installs them: side by side in `folder`."""
+    shutil.copyfile(SLURM_UTILS, os.path.join(str(folder), "clusterforge_slurm.py"))
+    shutil.copyfile(PROGRAM, os.path.join(str(folder), name))
+    return os.path.join(str(folder), name)
+
 
 FAKE = """#!/bin/sh
 # fake {name}: logs its arguments, prints $FAKE_DIR/{name}.out (or {name}.<subcommand>.out: the first argument;
@@ -116,7 +126,7 @@ class Node(object):
         self.bin = tmp_path / "bin"
         self.bin.mkdir()
         self.script = tmp_path / "slurm-healthcheck"
-        shutil.copyfile(PROGRAM, str(self.script))
+        install_program(tmp_path, "slurm-healthcheck")
         self.mounts = tmp_path / "mounts"
         self.mounts.write_text("proc /proc proc rw 0 0\n")
         self.boot_id = tmp_path / "boot_id"
@@ -319,30 +329,30 @@ def test_own_reasons_are_rewritten_and_resumed(node, state, reason):
 
 
 def test_the_checks_ownership_rule_is_slurm_nodes(tmp_path):
-    """The health check's copy of reason_action decides as plugins/module_utils/slurm.py's on every case."""
-    from ansible_collections.clusterforge.gpu.plugins.module_utils import slurm as slurm_utils
+    """The health check has no rule of its own: it imports reason_action and state_flags from the module it is
+    installed with (plugins/module_utils/slurm.py as clusterforge_slurm.py), the rule slurm_node uses."""
     prog = program(tmp_path)
-    assert prog.REASON_STATES == slurm_utils.REASON_STATES
-    assert prog.SLURM_TRANSIENT_DOWN_REASONS == slurm_utils.SLURM_TRANSIENT_DOWN_REASONS
-    states = ["IDLE", "MIXED", "ALLOCATED", "DOWN", "DOWN*", "IDLE*", "FAIL", "FAILING", "IDLE+FAIL", "IDLE+DRAIN",
-              "MIXED+DRAIN", "DOWN+DRAIN", "DOWN+DRAIN+NOT_RESPONDING", "IDLE+DRAIN+NOT_RESPONDING",
-              "ALLOCATED+DRAIN+FAIL", "IDLE+MAINT+RESERVED", "IDLE+POWERED_DOWN", "UNKNOWN*", "COMPLETING+DRAIN"]
-    reasons = [None, "Not responding", "cf-health: a", "cf-health: b", "cf-roll:1", "bad DIMM", "Kill task failed"]
-    cases = 0
-    for state in states:
-        lib = slurm_utils.state_flags(state)
-        mine = prog.node_info(state)
-        assert (mine["base"], mine["flags"], mine["drain"]) == (lib["base"], lib["flags"], lib["drain"]), state
-        for reason in reasons:
-            for prefix in ("cf-health:", "cf-roll:"):
-                for rewrite in (False, True):
-                    for wanted in ("cf-health: a", "cf-roll:1"):
-                        assert prog.reason_action("drain", mine, reason, prefix, wanted, rewrite) == \
-                            slurm_utils.reason_action("drain", lib, reason, prefix, wanted, rewrite), (state, reason)
-                        cases += 1
-                assert prog.reason_action("resume", mine, reason, prefix) == \
-                    slurm_utils.reason_action("resume", lib, reason, prefix), (state, reason)
-    assert cases == len(states) * len(reasons) * 8
+    assert prog.reason_action.__module__ == "clusterforge_slurm" and prog.state_flags.__module__ == "clusterforge_slurm"
+    with open(PROGRAM) as handle:
+        tree = ast.parse(handle.read())
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    assert not defined & {"reason_action", "state_flags"}, defined
+    assert not assigned & {"REASON_STATES", "SLURM_TRANSIENT_DOWN_REASONS"}, assigned
+    # node_info: state_flags, and a node scontrol did not describe has no flag
+    assert prog.node_info("IDLE+DRAIN+NOT_RESPONDING")["drain"] is True
+    assert prog.node_info("DOWN*")["flags"] == ["NOT_RESPONDING"]
+    assert prog.node_info("") == {"base": "", "flags": [], "drain": False}
+
+
+def test_the_module_installed_beside_it_needs_only_the_standard_library():
+    """A node has no collection: plugins/module_utils/slurm.py, installed there as clusterforge_slurm.py, may import
+    only the standard library."""
+    with open(SLURM_UTILS) as handle:
+        tree = ast.parse(handle.read())
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
 
 
 def test_dcgm_failure_drains(node):
@@ -992,9 +1002,8 @@ runpy.run_path(script, run_name="__main__")
 def program(tmp_path):
     """The program as a module, for its parsers (a copy, so that no bytecode is written beside the role's file)."""
     import importlib.util
-    path = tmp_path / "cf_healthcheck_module.py"
-    shutil.copyfile(PROGRAM, str(path))
-    spec = importlib.util.spec_from_file_location("cf_healthcheck_module", str(path))
+    path = install_program(tmp_path, "cf_healthcheck_module.py")
+    spec = importlib.util.spec_from_file_location("cf_healthcheck_module", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
