@@ -128,10 +128,16 @@ try:
 except ImportError:  # pragma: no cover - every Linux Python has it
     syslog = None
 
-# The collection's plugins/module_utils/slurm.py, installed beside this program (roles/slurm_compute/tasks/config.yml):
-# the one rule of whose drain reason may be replaced or resumed, shared with the slurm_node module.
+# The collection's parsers, installed beside this program as clusterforge_<name>.py (roles/slurm_compute/tasks/
+# config.yml): plugins/module_utils/slurm.py (the one rule of whose drain reason may be replaced or resumed, shared
+# with the slurm_node module, and the scontrol parser) and infiniband.py (ibstat and the port states, shared with
+# ib_port_info).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from clusterforge_slurm import parse_scontrol_nodes, reason_action, split_reason, state_flags  # noqa: E402  pylint: disable=import-error,wrong-import-position
+# pylint: disable=import-error,wrong-import-position
+from clusterforge_slurm import parse_scontrol_nodes, reason_action, split_reason, state_flags  # noqa: E402
+from clusterforge_infiniband import normalize_phys_state, normalize_state  # noqa: E402
+from clusterforge_infiniband import parse_ibstat as parse_ibstat_ports  # noqa: E402
+# pylint: enable=import-error,wrong-import-position
 
 # The run's clock starts here, before the configuration is read.
 STARTED = time.monotonic()
@@ -1093,39 +1099,18 @@ def _ib_sysfs_ports(root):
                 value = to_int(read_text(os.path.join(path, "counters", name)))
                 if value is not None:
                     counters[name] = value
-            state = read_text(os.path.join(path, "state")) or ""
-            phys = read_text(os.path.join(path, "phys_state")) or ""
             ports["%s/%s" % (device, number)] = {
-                "state": state.split(":", 1)[-1].strip(), "phys": phys.split(":", 1)[-1].strip(),
+                "state": normalize_state(read_text(os.path.join(path, "state"))),
+                "phys": normalize_phys_state(read_text(os.path.join(path, "phys_state"))),
                 "layer": read_text(os.path.join(path, "link_layer")) or "InfiniBand", "counters": counters}
     return ports or None
 
 
 def parse_ibstat(text):
-    """`ibstat`: {"<CA>/<port>": {"state", "phys", "layer", "counters": {}}}."""
-    ports = {}
-    ca = port = None
-    for line in text.splitlines():
-        stripped = line.strip()
-        m = re.match(r"^CA:?\s+'([^']+)'", stripped)
-        if m:
-            ca, port = m.group(1), None
-            continue
-        m = re.match(r"^Port (\d+):$", stripped)
-        if m and ca:
-            port = "%s/%s" % (ca, m.group(1))
-            ports[port] = {"state": "", "phys": "", "layer": "InfiniBand", "counters": {}}
-            continue
-        if port is None or ":" not in stripped:
-            continue
-        key, value = [p.strip() for p in stripped.split(":", 1)]
-        if key == "State":
-            ports[port]["state"] = value
-        elif key == "Physical state":
-            ports[port]["phys"] = value
-        elif key == "Link layer":
-            ports[port]["layer"] = value
-    return ports
+    """`ibstat`: {"<CA>/<port>": {"state", "phys", "layer", "counters": {}}} (ibstat shows no counters)."""
+    return dict(("%s/%d" % (p["ca"], p["port"]), {"state": p["state"] or "", "phys": p["physical_state"] or "",
+                                                  "layer": p["link_layer"] or "InfiniBand", "counters": {}})
+                for p in parse_ibstat_ports(text))
 
 
 def check_ib(r):

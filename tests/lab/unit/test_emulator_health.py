@@ -28,9 +28,10 @@ def hc(tmp_path_factory):
     path = folder / "cf_healthcheck_emu.py"
     with open(PROGRAM) as handle:
         path.write_text(handle.read())
-    # the module the role installs beside it, which it imports
-    with open(os.path.join(ROOT, "plugins", "module_utils", "slurm.py")) as handle:
-        (folder / "clusterforge_slurm.py").write_text(handle.read())
+    # the modules the role installs beside it, which it imports
+    for name in ("slurm", "infiniband"):
+        with open(os.path.join(ROOT, "plugins", "module_utils", name + ".py")) as handle:
+            (folder / ("clusterforge_%s.py" % name)).write_text(handle.read())
     spec = importlib.util.spec_from_file_location("cf_healthcheck_emu", str(path))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

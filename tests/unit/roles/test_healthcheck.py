@@ -25,8 +25,9 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 ROLE = os.path.join(ROOT, "roles", "slurm_compute")
 # The program as the role installs it (verbatim, tasks/config.yml): plain Python, linted by ansible-test sanity.
 PROGRAM = os.path.join(ROLE, "files", "slurm_healthcheck.py")
-# Installed beside it as clusterforge_slurm.py (tasks/config.yml): the program imports its drain-ownership rule.
-SLURM_UTILS = os.path.join(ROOT, "plugins", "module_utils", "slurm.py")
+# Installed beside it as clusterforge_<name>.py (tasks/config.yml): the program imports their parsers and its
+# drain-ownership rule.
+NODE_MODULES = ("slurm", "infiniband")
 EPILOG = os.path.join(ROLE, "templates", "etc", "slurm", "epilog.d", "90-cf-healthcheck.j2")
 UNIT = os.path.join(ROLE, "templates", "etc", "systemd", "system", "clusterforge-healthcheck.service.j2")
 HC_PATH = "/usr/libexec/clusterforge/slurm-healthcheck"
@@ -38,7 +39,9 @@ SLURM_COMMANDS = re.compile(r"\b(scontrol|sinfo|squeue|srun|sbatch|salloc|scance
 
 def install_program(folder, name):
     """The program and the module it imports, as the role installs them: side by side in `folder`."""
-    shutil.copyfile(SLURM_UTILS, os.path.join(str(folder), "clusterforge_slurm.py"))
+    for name_ in NODE_MODULES:
+        shutil.copyfile(os.path.join(ROOT, "plugins", "module_utils", name_ + ".py"),
+                        os.path.join(str(folder), "clusterforge_%s.py" % name_))
     shutil.copyfile(PROGRAM, os.path.join(str(folder), name))
     return os.path.join(str(folder), name)
 
@@ -345,14 +348,20 @@ def test_the_checks_ownership_rule_is_slurm_nodes(tmp_path):
     assert prog.node_info("") == {"base": "", "flags": [], "drain": False}
 
 
-def test_the_module_installed_beside_it_needs_only_the_standard_library():
-    """A node has no collection: plugins/module_utils/slurm.py, installed there as clusterforge_slurm.py, may import
-    only the standard library."""
-    with open(SLURM_UTILS) as handle:
+@pytest.mark.parametrize("name", NODE_MODULES)
+def test_the_modules_installed_beside_it_need_only_the_standard_library(name):
+    """A node has no collection: the module_utils files installed there as clusterforge_<name>.py may import only the
+    standard library, and the role installs each of them, before the program."""
+    with open(os.path.join(ROOT, "plugins", "module_utils", name + ".py")) as handle:
         tree = ast.parse(handle.read())
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+    with open(os.path.join(ROLE, "tasks", "config.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    paths = [item["path"] for t in tasks if "clusterforge.gpu.files" in t for item in t["clusterforge.gpu.files"]["files"]]
+    mine = "{{ slurm_compute_healthcheck_path | dirname }}/clusterforge_%s.py" % name
+    assert mine in paths and paths.index(mine) < paths.index("{{ slurm_compute_healthcheck_path }}"), paths
 
 
 def test_dcgm_failure_drains(node):
@@ -1842,7 +1851,7 @@ def test_infiniband_ports_from_sysfs(node):
     ib_port(root, "mlx5_2", link_downed=2)
     ib_port(root, "mlx5_3", symbol_error=150, port_rcv_errors=7)
     node.run()
-    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: ib_port: mlx5_1/1 state DOWN "
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: ib_port: mlx5_1/1 state Down "
                               "(Polling); ib_port: mlx5_2/1 link went down 2 time(s) since the last run; ib_port: "
                               "mlx5_3/1 symbol_error +150, port_rcv_errors +7 since the last run"]
 
