@@ -130,13 +130,14 @@ except ImportError:  # pragma: no cover - every Linux Python has it
 
 # The collection's parsers, installed beside this program as clusterforge_<name>.py (roles/slurm_compute/tasks/
 # config.yml): plugins/module_utils/slurm.py (the one rule of whose drain reason may be replaced or resumed, shared
-# with the slurm_node module, and the scontrol parser) and infiniband.py (ibstat and the port states, shared with
-# ib_port_info).
+# with the slurm_node module, and the scontrol parser), infiniband.py (ibstat and the port states, shared with
+# ib_port_info) and nvidia_smi.py (--query-gpu CSV, shared with nvidia_smi_info).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=import-error,wrong-import-position
 from clusterforge_slurm import parse_scontrol_nodes, reason_action, split_reason, state_flags  # noqa: E402
 from clusterforge_infiniband import normalize_phys_state, normalize_state  # noqa: E402
 from clusterforge_infiniband import parse_ibstat as parse_ibstat_ports  # noqa: E402
+from clusterforge_nvidia_smi import parse_query_csv  # noqa: E402
 # pylint: enable=import-error,wrong-import-position
 
 # The run's clock starts here, before the configuration is read.
@@ -666,13 +667,13 @@ def check_gpus(r):
         r.fail(owner, "nvidia-smi failed (rc %d): %s" % (res.rc, first_line(res.out) or first_line(res.err)))
         return
     r.gpus_answered = True
-    rows = [[c.strip() for c in line.split(",")] for line in res.out.splitlines() if line.strip()]
+    # A line that is not a whole row (a warning nvidia-smi printed between the rows, a truncated line) is no GPU.
+    rows = parse_query_csv(res.out, GPU_FIELDS)
     if r.on("gpu_count") and len(rows) < expected:
         r.fail("gpu_count", "GPU count %d < %d" % (len(rows), expected))
     limit_t = int(cfg["max_temperature_c"])
     for row in rows:
-        row = row + [""] * (len(GPU_FIELDS) - len(row))
-        index, ecc, retired, remap, temp = row[:5]
+        index, ecc, retired, remap, temp = [row[f] for f in GPU_FIELDS]
         ecc_n = to_int(ecc)
         if r.on("ecc") and ecc_n is not None and ecc_n > int(cfg["max_ecc_uncorrectable"]):
             r.fail("ecc", "GPU %s uncorrectable ECC errors %d" % (index, ecc_n))
@@ -711,15 +712,15 @@ def check_gpu_extras(r):
         return
     mig_mode = tristate(cfg.get("mig_mode"))
     want_mig = None if mig_mode is None else ("Enabled" if mig_mode else "Disabled")
-    for line in res.out.splitlines():
-        row = [c.strip() for c in line.split(",")]
-        if not line.strip() or len(row) < len(EXTRA_FIELDS) + len(THROTTLE_REASONS):
-            continue
-        index, width, width_max, mig = row[:4]
+    # the prefix does not matter to the parser: the cells are read by position
+    fields = EXTRA_FIELDS + ["throttle.%s" % name for name, _label in THROTTLE_REASONS]
+    for row in parse_query_csv(res.out, fields):
+        index, width, width_max, mig = [row[f] for f in EXTRA_FIELDS]
+        mig = "[N/A]" if mig is None else mig  # nvidia-smi's own spelling of a GPU without MIG
         current, most = to_int(width), to_int(width_max)
         if r.on("pcie") and current is not None and most is not None and current < most:
             r.fail("pcie", "pcie: GPU %s link width x%d < x%d" % (index, current, most))
-        active = [label for (_name, label), value in zip(THROTTLE_REASONS, row[4:]) if value.lower() == "active"]
+        active = [label for name, label in THROTTLE_REASONS if str(row["throttle." + name]).lower() == "active"]
         if r.on("throttle") and active:
             r.fail("throttle", "throttle: GPU %s %s" % (index, ", ".join(active)))
         if r.on("mig") and want_mig is not None:
