@@ -407,6 +407,65 @@ def parse_query_csv(text, fields=None):
     return rows
 
 
+# ------------------------------------------------------------------------------------ nvlink -s / -e
+
+# `GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)`, then `\t Link 0: 26.562 GB/s` (-s) or counters (-e).
+_NVLINK_GPU_RE = re.compile(r"^GPU (\d+): .*?(?:\(UUID: ([^)]+)\))?\s*$")
+_NVLINK_LINK_RE = re.compile(r"^\s*Link (\d+):\s*(.*?)\s*$")
+_NVLINK_COUNTER_RE = re.compile(r"^([A-Za-z][A-Za-z0-9 ()_/-]*?):\s*(\S+)\s*$")
+
+
+def parse_nvlink_status(text):
+    """``nvidia-smi nvlink -s``: [(index, uuid, {link: active})]. A link is inactive when the driver prints
+    ``<inactive>`` or a speed of 0 GB/s. ``index`` is the text nvidia-smi printed; ``uuid`` None without one."""
+    gpus = []
+    for line in text.splitlines():
+        head = _NVLINK_GPU_RE.match(line)
+        if head:
+            gpus.append((head.group(1), head.group(2), {}))
+            continue
+        link = _NVLINK_LINK_RE.match(line)
+        if link and gpus:
+            value = link.group(2).lower()
+            speed = re.match(r"^([\d.]+)\s*gb/s", value)
+            gpus[-1][2][int(link.group(1))] = "inactive" not in value and not (speed and float(speed.group(1)) == 0)
+    return gpus
+
+
+def parse_nvlink_errors(text):
+    """``nvidia-smi nvlink -e``: {gpu key: {link: {counter: value}}}, from either layout the drivers print
+    ("Link 0: Replay Errors: 0" lines, or "Link 0:" followed by "Replay Errors: 0" lines). The GPU key is its UUID,
+    or "GPU <index>" without one; the link is the text printed; a counter that is not a whole number is left out."""
+    counters = {}
+    gpu = link = None
+    for line in text.splitlines():
+        head = _NVLINK_GPU_RE.match(line)
+        if head:
+            gpu = head.group(2) or "GPU %s" % head.group(1)
+            counters.setdefault(gpu, {})
+            link = None
+            continue
+        if gpu is None:
+            continue
+        found = _NVLINK_LINK_RE.match(line)
+        if found:
+            link = found.group(1)
+            rest = found.group(2)
+        elif link is not None and line.strip():
+            rest = line.strip()
+        else:
+            continue
+        pair = _NVLINK_COUNTER_RE.match(rest) if rest else None
+        value = _nvlink_int(pair.group(2)) if pair else None
+        if value is not None:
+            counters[gpu].setdefault(link, {})[pair.group(1).strip()] = value
+    return counters
+
+
+def _nvlink_int(text):
+    return int(text) if _INT_RE.match(text or "") else None
+
+
 # --------------------------------------------------------------------------------------------- topo -m
 
 _MULTIWORD_LABELS = (("GPU NUMA ID", "GPU_NUMA_ID"), ("CPU Affinity", "CPU_Affinity"),

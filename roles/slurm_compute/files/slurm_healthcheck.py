@@ -131,13 +131,13 @@ except ImportError:  # pragma: no cover - every Linux Python has it
 # The collection's parsers, installed beside this program as clusterforge_<name>.py (roles/slurm_compute/tasks/
 # config.yml): plugins/module_utils/slurm.py (the one rule of whose drain reason may be replaced or resumed, shared
 # with the slurm_node module, and the scontrol parser), infiniband.py (ibstat and the port states, shared with
-# ib_port_info) and nvidia_smi.py (--query-gpu CSV, shared with nvidia_smi_info).
+# ib_port_info) and nvidia_smi.py (--query-gpu CSV, shared with nvidia_smi_info, and nvlink -s / -e).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=import-error,wrong-import-position
 from clusterforge_slurm import parse_scontrol_nodes, reason_action, split_reason, state_flags  # noqa: E402
 from clusterforge_infiniband import normalize_phys_state, normalize_state  # noqa: E402
 from clusterforge_infiniband import parse_ibstat as parse_ibstat_ports  # noqa: E402
-from clusterforge_nvidia_smi import parse_query_csv  # noqa: E402
+from clusterforge_nvidia_smi import parse_nvlink_errors, parse_nvlink_status, parse_query_csv  # noqa: E402
 # pylint: enable=import-error,wrong-import-position
 
 # The run's clock starts here, before the configuration is read.
@@ -729,56 +729,6 @@ def check_gpu_extras(r):
             if enabled != (want_mig == "Enabled"):
                 r.fail("mig", "mig: GPU %s MIG mode %s, configured %s" % (index, mig, want_mig))
     r.passed(*mine)
-
-
-GPU_HEADER_RE = re.compile(r"^GPU (\d+): .*?(?:\(UUID: ([^)]+)\))?\s*$")
-LINK_RE = re.compile(r"^\s*Link (\d+):\s*(.*?)\s*$")
-COUNTER_RE = re.compile(r"^([A-Za-z][A-Za-z0-9 ()_/-]*?):\s*(\S+)\s*$")
-
-
-def parse_nvlink_status(text):
-    """`nvidia-smi nvlink -s`: [(index, uuid, {link: active})]."""
-    gpus = []
-    for line in text.splitlines():
-        head = GPU_HEADER_RE.match(line)
-        if head:
-            gpus.append((head.group(1), head.group(2), {}))
-            continue
-        link = LINK_RE.match(line)
-        if link and gpus:
-            value = link.group(2).lower()
-            speed = re.match(r"^([\d.]+)\s*gb/s", value)
-            gpus[-1][2][int(link.group(1))] = "inactive" not in value and not (speed and float(speed.group(1)) == 0)
-    return gpus
-
-
-def parse_nvlink_errors(text):
-    """`nvidia-smi nvlink -e`: {gpu key: {link: {counter: value}}}, from either layout the drivers print
-    ("Link 0: Replay Errors: 0" lines, or "Link 0:" followed by "Replay Errors: 0" lines)."""
-    counters = {}
-    gpu = link = None
-    for line in text.splitlines():
-        head = GPU_HEADER_RE.match(line)
-        if head:
-            gpu = head.group(2) or "GPU %s" % head.group(1)
-            counters.setdefault(gpu, {})
-            link = None
-            continue
-        if gpu is None:
-            continue
-        found = LINK_RE.match(line)
-        if found:
-            link = found.group(1)
-            rest = found.group(2)
-        elif link is not None and line.strip():
-            rest = line.strip()
-        else:
-            continue
-        pair = COUNTER_RE.match(rest) if rest else None
-        value = to_int(pair.group(2)) if pair else None
-        if value is not None:
-            counters[gpu].setdefault(link, {})[pair.group(1).strip()] = value
-    return counters
 
 
 def check_nvlink(r):

@@ -1739,12 +1739,10 @@ def test_nvlink_error_growth_within_the_limit_and_a_reset_counter_pass(node):
     assert node.run().returncode == 0
 
 
-def test_nvlink_parsers_read_both_error_layouts(tmp_path):
+def test_the_nvlink_parsers_are_the_collections(tmp_path):
+    """nvlink -s / -e are read by plugins/module_utils/nvidia_smi.py (tests/unit/plugins/module_utils/test_nvidia_smi.py)."""
     module = program(tmp_path)
-    block = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa)\n\t Link 0:\n\t\t Replay Errors: 2\n"
-             "\t\t Recovery Errors: 0\n\t\t CRC Errors: 5\n\t Link 1:\n\t\t Replay Errors: 0\n")
-    assert module.parse_nvlink_errors(block) == {"GPU-aaaa": {"0": {"Replay Errors": 2, "Recovery Errors": 0,
-                                                                    "CRC Errors": 5}, "1": {"Replay Errors": 0}}}
+    assert module.parse_nvlink_status.__module__ == module.parse_nvlink_errors.__module__ == "clusterforge_nvidia_smi"
     status = module.parse_nvlink_status(nvlink_status(gpus=1, links=3, inactive={(0, 1)}))
     assert status == [("0", "GPU-4f3c8a51-2e7d-1b9c-8a06-000000000000", {0: True, 1: False, 2: True})]
 

@@ -501,3 +501,32 @@ def test_r580_h100_xml_and_supported_clocks():
     assert smi.parse_topo_matrix(fixture("r580/topo-m-h100.txt"))["gpus"] == ["GPU0"]
     row = smi.parse_query_csv(fixture("r580/query-state-header-h100.csv"))[0]
     assert (row["power.max_limit"], row["clocks.max.sm"], row["clocks.max.memory"]) == (700.0, 1980, 2619)
+
+
+# --- nvlink -s / -e (the health check's nvlink check reads them through these parsers) ---------------------------
+# Written in the driver's format: "GPU <i>: <name> (UUID: <uuid>)" then one tab-and-space indented line per link.
+NVLINK_S = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n"
+            "\t Link 2: 0 GB/s\n"
+            "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-bbbb)\n\t Link 0: 26.562 GB/s\n")
+# The two layouts drivers print for -e: every counter on its link's line, or the link's line then one per counter.
+NVLINK_E_INLINE = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa)\n\t Link 0: Replay Errors: 2\n"
+                   "\t Link 0: Recovery Errors: 0\n\t Link 0: CRC Errors: 5\n\t Link 1: Replay Errors: 0\n")
+NVLINK_E_BLOCK = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-aaaa)\n\t Link 0:\n\t\t Replay Errors: 2\n"
+                  "\t\t Recovery Errors: 0\n\t\t CRC Errors: 5\n\t Link 1:\n\t\t Replay Errors: 0\n")
+
+
+def test_nvlink_status_tells_active_links_from_inactive_and_zero_speed_ones():
+    assert smi.parse_nvlink_status(NVLINK_S) == [("0", "GPU-aaaa", {0: True, 1: False, 2: False}),
+                                                 ("1", "GPU-bbbb", {0: True})]
+    assert smi.parse_nvlink_status("") == []
+
+
+@pytest.mark.parametrize("text", [NVLINK_E_INLINE, NVLINK_E_BLOCK])
+def test_nvlink_errors_read_both_layouts(text):
+    assert smi.parse_nvlink_errors(text) == {"GPU-aaaa": {"0": {"Replay Errors": 2, "Recovery Errors": 0,
+                                                                "CRC Errors": 5}, "1": {"Replay Errors": 0}}}
+
+
+def test_nvlink_errors_key_a_gpu_without_uuid_by_index_and_skip_counters_that_are_not_numbers():
+    text = "GPU 3: NVIDIA H100 80GB HBM3\n\t Link 4: Replay Errors: N/A\n\t Link 4: CRC Errors: 7\n"
+    assert smi.parse_nvlink_errors(text) == {"GPU 3": {"4": {"CRC Errors": 7}}}
