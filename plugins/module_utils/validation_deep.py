@@ -23,10 +23,6 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common
     _number,
 )
 
-# The drain reasons the deep checks own: they resume only nodes whose reason starts with it, and give a failing
-# node of theirs the reason "cf-deep: <check>: <why>". A new node's burn-in drain (slurm_compute_burn_in) must start
-# with it, or nothing would ever resume the node.
-DEEP_REASON_PREFIX = "cf-deep:"
 DEFAULT_BASE_PORT = 18515
 # The address the loopback client connects to: the node itself.
 LOOPBACK_PEER = "127.0.0.1"

@@ -31,7 +31,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common
     _plain,
     _whole,
 )
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_deep import DEEP_REASON_PREFIX
+from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import DEEP_REASON_PREFIX
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_parsers import (
     checkpoint_estimate,
     dd_results,

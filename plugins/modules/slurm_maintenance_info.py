@@ -211,7 +211,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm_maintenance
     parse_scontrol_reservations,
 )
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm_nodes import read_nodes, unique_names
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_deep import DEEP_REASON_PREFIX
+from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import DEEP_REASON_PREFIX
 
 
 def main():

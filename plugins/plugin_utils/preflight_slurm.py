@@ -31,56 +31,26 @@ import posixpath
 import re
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_deep import DEEP_REASON_PREFIX
+from ansible_collections.clusterforge.gpu.plugins.module_utils import healthcheck
+from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import DEEP_REASON_PREFIX
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import is_int, type_name
 
 CTL = "slurm_controller"
 CMP = "slurm_compute"
 
-# --- drain-reason ownership -----------------------------------------------------------------------------------
-# Reason prefixes other workflows own: the health check resumes every drain whose reason starts with its own prefix,
-# and another owner resumes (or adopts) every drain whose reason starts with theirs. Keep in step with the list in
-# roles/slurm_compute/files/slurm_healthcheck.py (a unit test compares them).
-OTHER_REASON_OWNERS = (
-    ("cf-roll:", "the rolling playbook (playbooks/rolling_reconfigure.yml)"),
-    (DEEP_REASON_PREFIX, "the deep checks on drained nodes (playbooks/health_deep.yml)"),
-    ("NHC:", "LBNL Node Health Check"),
-    ("[node_problem]", "soperator"),
-    ("Healthcheck failures", "the Azure/CycleCloud health agent"),
-)
-# Reasons Slurm itself sets when it drains a node (slurm.conf(5), scontrol(1)): a prefix that starts one of them
-# would make the health check resume a node Slurm drained for a fault (a process it could not kill, a failed
-# prolog, missing GPUs...).
-SLURM_REASONS = (
-    "Kill task failed", "Not responding", "Prolog error", "Epilog error", "batch job complete failure",
-    "Reboot ASAP", "reboot requested", "reboot issued", "Node unexpectedly rebooted", "Low RealMemory",
-    "Low socket*core*thread count", "Low CPUs", "Low TmpDisk", "gres/gpu count reported lower than configured",
-    "NO NETWORK ADDRESS FOUND", "Unkillable step", "Scheduled reboot",
-)
-REASON_PREFIX_MAX = 40
-
-# --- the health check's checks ----------------------------------------------------------------------------------
-# Keep in step with CHECKS, DEFAULT_STRIKES and DCGM_HEALTH_CODES in
-# roles/slurm_compute/files/slurm_healthcheck.py (a unit test compares them).
-HEALTHCHECK_CHECKS = ("gpu_count", "ecc", "retired_pages", "row_remap", "temperature", "dcgm_health", "dcgm_diag",
-                      "lustre", "xid", "nvlink", "pcie", "ib_port", "fabric_manager", "peermem", "throttle", "mig",
-                      "boot_units")
+# --- drain-reason ownership and the health check's checks ---------------------------------------------------------
+# One catalogue with the node program (plugins/module_utils/healthcheck.py, installed beside it): the checks, the
+# strike keys, the DCGM codes it tells apart, the other owners' prefixes and Slurm's own reasons.
+HEALTHCHECK_CHECKS = healthcheck.CHECKS
 # strikes takes a check name, or "timeout": the runs needed by a check whose only fault is a command not answering.
-HEALTHCHECK_STRIKE_KEYS = HEALTHCHECK_CHECKS + ("timeout",)
-# The DCGM health watch error codes (dcgm_errors.h) the check recognises in `dcgmi health -c -j`, which prints an
-# incident's message and not its code: only these can be ignored.
-DCGM_HEALTH_CODES = (
-    (3, "DCGM_FR_PCI_REPLAY_RATE"), (4, "DCGM_FR_VOLATILE_DBE_DETECTED"), (5, "DCGM_FR_VOLATILE_SBE_DETECTED"),
-    (6, "DCGM_FR_PENDING_PAGE_RETIREMENTS"), (7, "DCGM_FR_RETIRED_PAGES_LIMIT"), (8, "DCGM_FR_RETIRED_PAGES_DBE_LIMIT"),
-    (9, "DCGM_FR_CORRUPT_INFOROM"), (10, "DCGM_FR_CLOCK_THROTTLE_THERMAL"), (11, "DCGM_FR_POWER_UNREADABLE"),
-    (12, "DCGM_FR_CLOCK_THROTTLE_POWER"), (13, "DCGM_FR_NVLINK_ERROR_THRESHOLD"), (14, "DCGM_FR_NVLINK_DOWN"),
-    (15, "DCGM_FR_NVSWITCH_FATAL_ERROR"), (16, "DCGM_FR_NVSWITCH_NON_FATAL_ERROR"), (27, "DCGM_FR_FIELD_QUERY"),
-    (70, "DCGM_FR_NVLINK_CRC_ERROR_THRESHOLD"), (71, "DCGM_FR_NVLINK_ERROR_CRITICAL"),
-    (80, "DCGM_FR_ROW_REMAP_FAILURE"), (81, "DCGM_FR_UNCONTAINED_ERROR"), (83, "DCGM_FR_DBE_PENDING_PAGE_RETIREMENTS"),
-    (84, "DCGM_FR_UNCORRECTABLE_ROW_REMAP"), (85, "DCGM_FR_PENDING_ROW_REMAP"), (101, "DCGM_FR_XID_ERROR"),
-    (109, "DCGM_FR_SXID_ERROR"),
-)
-REASON_BAD_CHARS = re.compile(r"[\"'\\\x00-\x1f\x7f]")
+HEALTHCHECK_STRIKE_KEYS = tuple(healthcheck.CHECKS) + ("timeout",)
+# (code, name) of the DCGM health watch error codes the check recognises: only these can be ignored.
+DCGM_HEALTH_CODES = tuple((code, name) for code, name, _pattern in healthcheck.DCGM_HEALTH_CODES)
+OTHER_REASON_OWNERS = healthcheck.OTHER_REASON_OWNERS
+SLURM_REASONS = healthcheck.SLURM_REASONS
+REASON_PREFIX_MAX = healthcheck.REASON_PREFIX_MAX
+REASON_BAD_CHARS = healthcheck.REASON_BAD_CHARS
+reason_prefix_problems = functools.partial(healthcheck.reason_prefix_problems, type_name=type_name)
 
 # --- slurm.conf -----------------------------------------------------------------------------------------------
 # Slurm's time syntax (slurm.conf(5), sbatch --time): minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS.
@@ -580,41 +550,6 @@ def _rule_compute_paths(ctx):
             problem = _path_problem(mount, "a Lustre mount point the health check looks up", True)
             if problem:
                 ctx.add(host, "slurm_compute_healthcheck_lustre_mounts", problem)
-
-
-def reason_prefix_problems(prefix):
-    """Why a health-check reason prefix could resume or hand over drains that belong to someone else."""
-    if not isinstance(prefix, str):
-        return ["must be a string, got %s %r" % (type_name(prefix), prefix)]
-    if not prefix.strip():
-        return ["must not be empty or blank (got %r): the health check resumes every drain whose reason starts with "
-                "it, and an empty prefix matches every drain, an administrator's too" % prefix]
-    problems = []
-    if prefix != prefix.lstrip():
-        problems.append("%r starts with whitespace: Slurm strips it from the reason, so the check would never "
-                        "recognise (or resume) its own drains" % prefix)
-    if REASON_BAD_CHARS.search(prefix):
-        problems.append("%r contains a quote, a backslash, a newline or another control character, which break a "
-                        "Slurm reason" % prefix)
-    if len(prefix) > REASON_PREFIX_MAX:
-        problems.append("%r is longer than %d characters: the fault list would be cut off in the 200-character "
-                        "reason" % (prefix, REASON_PREFIX_MAX))
-    for owner, who in OTHER_REASON_OWNERS:
-        if prefix == owner:
-            problems.append("%r is the drain prefix of %s itself: the health check would resume that tool's drains "
-                            "and it would adopt the check's" % (prefix, who))
-        elif owner.startswith(prefix):
-            problems.append("%r is a prefix of %r, the drain prefix of %s: the health check would resume that "
-                            "tool's drains" % (prefix, owner, who))
-        elif prefix.startswith(owner):
-            problems.append("%r starts with %r, the drain prefix of %s: that tool would adopt and resume the "
-                            "health check's drains" % (prefix, owner, who))
-    for reason in SLURM_REASONS:
-        if reason.lower().startswith(prefix.lower()):
-            problems.append("%r begins Slurm's own drain reason %r: the health check would resume nodes Slurm "
-                            "drained for a fault" % (prefix, reason))
-            break
-    return problems
 
 
 def _rule_reason_prefix(ctx):

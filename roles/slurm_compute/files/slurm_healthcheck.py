@@ -67,9 +67,10 @@ prefix (`cf-health:`): a drain set by an administrator or another tool is never 
 Thresholds come from the JSON configuration written by the role (default path below).
 
 The prefix must be one this check can own: with an empty or blank prefix, or one that another tool owns (a prefix
-of the rolling playbook's `cf-roll:` or one starting with it, NHC's `NHC:`, ...; see OTHER_OWNERS) or that begins
-one of Slurm's own drain reasons, it never drains and never resumes, whatever its configuration says (preflight
-rejects such an inventory; this guards a hand-edited configuration).
+of the rolling playbook's `cf-roll:` or one starting with it, NHC's `NHC:`, ...), or that begins one of Slurm's own
+drain reasons, it never drains and never resumes, whatever its configuration says. The rule is reason_prefix_problems
+of plugins/module_utils/healthcheck.py, which preflight applies before install (this guards a hand-edited
+configuration).
 
 Time budget. slurmd kills HealthCheckProgram after 60 s, so a run has a total budget (`budget_seconds`, 40 by
 default; preflight keeps it below 60) and ends by itself within it. Every command gets the smaller of its own
@@ -131,13 +132,17 @@ except ImportError:  # pragma: no cover - every Linux Python has it
 # The collection's parsers, installed beside this program as clusterforge_<name>.py (roles/slurm_compute/tasks/
 # config.yml): plugins/module_utils/slurm.py (the one rule of whose drain reason may be replaced or resumed, shared
 # with the slurm_node module, and the scontrol parser), infiniband.py (ibstat and the port states, shared with
-# ib_port_info) and nvidia_smi.py (--query-gpu CSV, shared with nvidia_smi_info, and nvlink -s / -e).
+# ib_port_info), nvidia_smi.py (--query-gpu CSV, shared with nvidia_smi_info, and nvlink -s / -e) and
+# healthcheck.py (the checks, their strikes, the DCGM codes and the reason-prefix rule, shared with preflight).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=import-error,wrong-import-position
 from clusterforge_slurm import parse_scontrol_nodes, reason_action, split_reason, state_flags  # noqa: E402
 from clusterforge_infiniband import normalize_phys_state, normalize_state  # noqa: E402
 from clusterforge_infiniband import parse_ibstat as parse_ibstat_ports  # noqa: E402
 from clusterforge_nvidia_smi import parse_nvlink_errors, parse_nvlink_status, parse_query_csv  # noqa: E402
+from clusterforge_healthcheck import CHECKS, DCGM_HEALTH_CODES, DEFAULT_STRIKES  # noqa: E402
+from clusterforge_healthcheck import dcgm_codes, reason_prefix_problems  # noqa: E402
+from clusterforge_healthcheck import parse_health_incidents as _dcgm_incidents  # noqa: E402
 # pylint: enable=import-error,wrong-import-position
 
 # The run's clock starts here, before the configuration is read.
@@ -154,49 +159,6 @@ THROTTLE_REASONS = (("hw_slowdown", "HW slowdown"), ("hw_thermal_slowdown", "HW 
                     ("sw_thermal_slowdown", "SW thermal slowdown"))
 EVENT_PREFIXES = ("clocks_event_reasons", "clocks_throttle_reasons")
 
-# Every check, in the order the documentation, the metrics and the preflight list them. Keep in step with
-# HEALTHCHECK_CHECKS in plugins/plugin_utils/preflight_slurm.py (a unit test compares them).
-CHECKS = ("gpu_count", "ecc", "retired_pages", "row_remap", "temperature", "dcgm_health", "dcgm_diag", "lustre",
-          "xid", "nvlink", "pcie", "ib_port", "fabric_manager", "peermem", "throttle", "mig", "boot_units")
-# Runs in a row a check must fail before its faults drain the node; "timeout" applies to a check whose only fault in
-# a run is a command that did not answer. Why these numbers: docs/operations.md (health checks).
-DEFAULT_STRIKES = {
-    "gpu_count": 1, "ecc": 1, "retired_pages": 1, "row_remap": 1, "temperature": 2, "dcgm_health": 3,
-    "dcgm_diag": 1, "lustre": 1, "xid": 1, "nvlink": 2, "pcie": 2, "ib_port": 2, "fabric_manager": 2, "peermem": 1,
-    "throttle": 3, "mig": 1, "boot_units": 1, "timeout": 3,
-}
-# DCGM's health watch error codes (dcgm_errors.h, DCGM_FR_*) that this check recognises in `dcgmi health -c -j`:
-# dcgmi prints an incident's message, not its code, so the code is read back from the message (DCGM's message
-# formats; DCGM 4 says "clocks event" where DCGM 3 said "clock throttling"). Keep the codes and names in step with
-# DCGM_HEALTH_CODES in plugins/plugin_utils/preflight_slurm.py (a unit test compares them).
-DCGM_HEALTH_CODES = (
-    (3, "DCGM_FR_PCI_REPLAY_RATE", r"Detected more than \d+ PCIe replays per minute for GPU \d+"),
-    (4, "DCGM_FR_VOLATILE_DBE_DETECTED", r"Detected \d+ volatile double-bit ECC error\(s\) in GPU \d+"),
-    (5, "DCGM_FR_VOLATILE_SBE_DETECTED", r"More than \d+ single-bit ECC error\(s\) detected in GPU \d+"),
-    (6, "DCGM_FR_PENDING_PAGE_RETIREMENTS", r"A pending retired page has been detected in GPU \d+"),
-    (7, "DCGM_FR_RETIRED_PAGES_LIMIT", r"\d+ or more retired pages have been detected in GPU \d+"),
-    (8, "DCGM_FR_RETIRED_PAGES_DBE_LIMIT", r"An excess of \d+ retired pages due to DBEs have been detected"),
-    (9, "DCGM_FR_CORRUPT_INFOROM", r"A corrupt InfoROM has been detected in GPU \d+"),
-    (10, "DCGM_FR_CLOCK_THROTTLE_THERMAL",
-     r"Detected clock(?:s event| throttling) due to thermal violation in GPU \d+"),
-    (11, "DCGM_FR_POWER_UNREADABLE", r"Cannot reliably read the power usage for GPU \d+"),
-    (12, "DCGM_FR_CLOCK_THROTTLE_POWER", r"Detected clock(?:s event| throttling) due to power violation in GPU \d+"),
-    (13, "DCGM_FR_NVLINK_ERROR_THRESHOLD", r"Detected -?\d+ .+? NvLink errors on GPU \d+'s NVLink which exceeds"),
-    (14, "DCGM_FR_NVLINK_DOWN", r"GPU \d+'s NvLink link -?\d+ is currently down"),
-    (15, "DCGM_FR_NVSWITCH_FATAL_ERROR", r"Detected fatal errors on NvSwitch \d+ link \d+"),
-    (16, "DCGM_FR_NVSWITCH_NON_FATAL_ERROR", r"Detected nonfatal errors on NvSwitch \d+ link \d+"),
-    (27, "DCGM_FR_FIELD_QUERY", r"Could not query field .+? for GPU \d+"),
-    (70, "DCGM_FR_NVLINK_CRC_ERROR_THRESHOLD", r"[\d.]+ .+? NvLink errors found occuring per second on GPU \d+"),
-    (71, "DCGM_FR_NVLINK_ERROR_CRITICAL", r"Detected -?\d+ .+? NvLink errors on GPU \d+'s NVLink \(should be 0\)"),
-    (80, "DCGM_FR_ROW_REMAP_FAILURE", r"GPU \d+ had uncorrectable memory errors and row remapping failed"),
-    (81, "DCGM_FR_UNCONTAINED_ERROR", r"GPU had an uncontained error \(XID 95\)"),
-    (83, "DCGM_FR_DBE_PENDING_PAGE_RETIREMENTS", r"Pending page retirements together with a DBE were detected on GPU"),
-    (84, "DCGM_FR_UNCORRECTABLE_ROW_REMAP", r"GPU \d+ had uncorrectable memory errors and \d+ rows were remapped"),
-    (85, "DCGM_FR_PENDING_ROW_REMAP", r"GPU \d+ had memory errors and row remappings are pending"),
-    (101, "DCGM_FR_XID_ERROR", r"Detected XID \d+ for GPU \d+"),
-    (109, "DCGM_FR_SXID_ERROR", r"Detected fatal NvSwitch SXID \d+"),
-)
-DCGM_CODE_RES = [(code, name, re.compile(pattern)) for code, name, pattern in DCGM_HEALTH_CODES]
 # The kernel log (dmesg: "[ seconds.micros] message"): NVIDIA's Xid and NVSwitch SXid lines.
 DMESG_LINE_RE = re.compile(r"^\[\s*(\d+\.\d+)\]\s?(.*)$")
 XID_RE = re.compile(r"NVRM: Xid \(PCI:([^)]*)\): (\d+)(?:, (.*))?")
@@ -282,31 +244,12 @@ LOCK_WAIT = 10.0
 CHECKS_PHASE = "checks"
 SLURM = "slurm"
 
-# Drain-reason prefixes that belong to other tools (the rolling playbook's is this collection's own). Keep in step
-# with OTHER_REASON_OWNERS and SLURM_REASONS in plugins/plugin_utils/preflight_slurm.py (a unit test compares them).
-OTHER_OWNERS = ("cf-roll:", "cf-deep:", "NHC:", "[node_problem]", "Healthcheck failures")
-# Reasons Slurm sets itself when it drains a node for a fault.
-SLURM_REASONS = (
-    "Kill task failed", "Not responding", "Prolog error", "Epilog error", "batch job complete failure",
-    "Reboot ASAP", "reboot requested", "reboot issued", "Node unexpectedly rebooted", "Low RealMemory",
-    "Low socket*core*thread count", "Low CPUs", "Low TmpDisk", "gres/gpu count reported lower than configured",
-    "NO NETWORK ADDRESS FOUND", "Unkillable step", "Scheduled reboot",
-)
-
 
 def prefix_refusal(prefix):
-    """Why this check must neither drain nor resume with this reason prefix; None when the prefix is its own."""
-    if not isinstance(prefix, str) or not prefix.strip():
-        return "reason prefix %r is empty or blank: it would match every drain, an administrator's too" % (prefix,)
-    for owner in OTHER_OWNERS:
-        if owner.startswith(prefix):
-            return "reason prefix %r is a prefix of %r, which another tool owns" % (prefix, owner)
-        if prefix.startswith(owner):
-            return "reason prefix %r starts with %r, which another tool owns" % (prefix, owner)
-    for reason in SLURM_REASONS:
-        if reason.lower().startswith(prefix.lower()):
-            return "reason prefix %r begins Slurm's own drain reason %r" % (prefix, reason)
-    return None
+    """Why this check must neither drain nor resume with this reason prefix (the first of reason_prefix_problems,
+    the rule preflight applies before install); None when the prefix is its own."""
+    problems = reason_prefix_problems(prefix)
+    return ("reason prefix %s" % problems[0]) if problems else None
 
 
 def log(cfg, priority, text):
@@ -851,31 +794,6 @@ def check_xid(r):
             text += "; and %s" % ", ".join(whats[1:4]) + (" and %d more" % (len(whats) - 4) if len(whats) > 4 else "")
         r.fail("xid", text)
     r.passed("xid")
-
-
-def _dcgm_incidents(body):
-    """[{group, entity, system, health, text}] of a `dcgmi health -c -j` body."""
-    found = []
-    for group in sorted(body):
-        node = body[group]
-        if group == "Overall Health" or not isinstance(node, dict):
-            continue
-        entities = node.get("children") or {}
-        for entity in sorted(entities):
-            item = entities[entity] if isinstance(entities[entity], dict) else {}
-            errors = ((item.get("children") or {}).get("Errors") or {}).get("children") or {}
-            for system in sorted(errors):
-                item = errors[system] if isinstance(errors[system], dict) else {}
-                overflow = item.get("overflow") or []
-                text = " ".join(str(p) for p in overflow) if isinstance(overflow, list) else str(overflow)
-                found.append({"group": group, "entity": entity, "system": system,
-                              "health": str(item.get("value", "")), "text": " ".join(text.split())})
-    return found
-
-
-def dcgm_codes(text):
-    """The DCGM error codes whose messages this text holds."""
-    return sorted(set(code for code, _name, pattern in DCGM_CODE_RES if pattern.search(text)))
 
 
 def dcgm_ignored_codes(cfg):

@@ -29,7 +29,7 @@ def hc(tmp_path_factory):
     with open(PROGRAM) as handle:
         path.write_text(handle.read())
     # the modules the role installs beside it, which it imports
-    for name in ("slurm", "infiniband", "nvidia_smi"):
+    for name in ("slurm", "infiniband", "nvidia_smi", "healthcheck"):
         with open(os.path.join(ROOT, "plugins", "module_utils", name + ".py")) as handle:
             (folder / ("clusterforge_%s.py" % name)).write_text(handle.read())
     spec = importlib.util.spec_from_file_location("cf_healthcheck_emu", str(path))

@@ -21,13 +21,15 @@ import jinja2
 import pytest
 import yaml
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils import healthcheck as HC_CATALOG
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "slurm_compute")
 # The program as the role installs it (verbatim, tasks/config.yml): plain Python, linted by ansible-test sanity.
 PROGRAM = os.path.join(ROLE, "files", "slurm_healthcheck.py")
 # Installed beside it as clusterforge_<name>.py (tasks/config.yml): the program imports their parsers and its
 # drain-ownership rule.
-NODE_MODULES = ("slurm", "infiniband", "nvidia_smi")
+NODE_MODULES = ("slurm", "infiniband", "nvidia_smi", "healthcheck")
 EPILOG = os.path.join(ROLE, "templates", "etc", "slurm", "epilog.d", "90-cf-healthcheck.j2")
 UNIT = os.path.join(ROLE, "templates", "etc", "systemd", "system", "clusterforge-healthcheck.service.j2")
 HC_PATH = "/usr/libexec/clusterforge/slurm-healthcheck"
@@ -513,10 +515,20 @@ def _script_tuple(name):
 _script_constant = _script_tuple
 
 
-def test_owner_lists_match_preflight():
+def test_the_catalogue_and_the_prefix_rule_are_preflights(tmp_path):
+    """The checks, strikes, DCGM codes and the reason-prefix rule come from plugins/module_utils/healthcheck.py,
+    which preflight uses too: the program defines none of them itself."""
     from ansible_collections.clusterforge.gpu.plugins.plugin_utils import preflight_slurm
-    assert _script_tuple("OTHER_OWNERS") == tuple(p for p, who in preflight_slurm.OTHER_REASON_OWNERS)
-    assert _script_tuple("SLURM_REASONS") == preflight_slurm.SLURM_REASONS
+    prog = program(tmp_path)
+    for name in ("CHECKS", "DEFAULT_STRIKES", "DCGM_HEALTH_CODES", "dcgm_codes", "reason_prefix_problems"):
+        with pytest.raises(AssertionError):
+            _script_tuple(name)
+    assert prog.reason_prefix_problems.__module__ == "clusterforge_healthcheck"
+    assert prog.CHECKS == preflight_slurm.HEALTHCHECK_CHECKS
+    # the program refuses to act on the first problem preflight reports
+    for prefix in ("cf-", "cf-roll:x", "NHC", "Kill task", " cf-health:", "", "x" * 41):
+        assert prog.prefix_refusal(prefix) == "reason prefix " + preflight_slurm.reason_prefix_problems(prefix)[0]
+    assert prog.prefix_refusal("cf-health:") is None
 
 
 # --- the time budget: slurmd kills HealthCheckProgram after 60 s, so a run ends by itself within its budget --------
@@ -1105,9 +1117,9 @@ def test_the_check_names_and_strikes_are_documented():
         docs = handle.read()
     section = docs.split("## Health checks: strikes, switches and the circuit breaker", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| `([a-z_]+)` \|[^\n]*\| (\d+) \|$", section, re.M))
-    defaults = _script_constant("DEFAULT_STRIKES")
+    defaults = HC_CATALOG.DEFAULT_STRIKES
     assert dict((k, int(v)) for k, v in rows.items()) == defaults
-    assert list(rows)[:len(_script_constant("CHECKS"))] == list(_script_constant("CHECKS"))
+    assert list(rows)[:len(HC_CATALOG.CHECKS)] == list(HC_CATALOG.CHECKS)
 
 
 # --- strikes -----------------------------------------------------------------------------------------------------
@@ -1256,7 +1268,7 @@ def test_a_disabled_check_does_not_run_and_has_no_series(node):
     checks = set(metric(samples, "fault", "check"))
     assert "temperature" not in checks and "nvlink" not in checks and "xid" not in checks
     assert {"gpu_count", "ecc", "pcie", "throttle", "dcgm_health"} <= checks
-    assert record(node)["checks"] == [c for c in _script_constant("CHECKS") if c in checks]
+    assert record(node)["checks"] == [c for c in HC_CATALOG.CHECKS if c in checks]
 
 
 def test_unknown_names_in_checks_disabled_are_reported(node):
@@ -2033,5 +2045,5 @@ def test_every_check_at_once_stays_within_the_budget_with_a_hung_nvlink_query(no
     assert re.match(r"^update NodeName=gpu01 State=DRAIN Reason=cf-health: nvidia-smi nvlink: no answer within \d+ s; "
                     r"dcgmi health not run: time budget spent; nvidia-smi not run: time budget spent$",
                     node.updates()[0]), node.updates()
-    assert record(node)["checks"] == list(_script_constant("CHECKS"))
+    assert record(node)["checks"] == list(HC_CATALOG.CHECKS)
     print("every check with a hung nvlink query: %.2f s of a 6 s budget" % timing["elapsed_seconds"])

@@ -583,21 +583,19 @@ def _load_inventory(path):
 
 # --- the health check's own lists ------------------------------------------------------------------------------------
 def test_health_check_names_and_codes_are_the_programs():
-    """The check names, strike keys and DCGM codes preflight accepts are the ones the health check program knows."""
+    """The check names, strike keys and DCGM codes preflight accepts are the ones the health check program knows:
+    both read plugins/module_utils/healthcheck.py, which the program imports (installed beside it)."""
     import ast
+    from ansible_collections.clusterforge.gpu.plugins.module_utils import healthcheck
     path = os.path.join(COLLECTION_ROOT, "roles", "slurm_compute", "files", "slurm_healthcheck.py")
     with open(path) as handle:
         tree = ast.parse(handle.read())
-    values = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and isinstance(stmt.targets[0], ast.Name):
-            try:
-                values[stmt.targets[0].id] = ast.literal_eval(stmt.value)
-            except ValueError:
-                continue
-    assert values["CHECKS"] == preflight_slurm.HEALTHCHECK_CHECKS
-    assert tuple(sorted(values["DEFAULT_STRIKES"])) == tuple(sorted(preflight_slurm.HEALTHCHECK_STRIKE_KEYS))
-    assert tuple((code, name) for code, name, _pattern in values["DCGM_HEALTH_CODES"]) == \
+    imported = {a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "clusterforge_healthcheck"
+                for a in n.names}
+    assert {"CHECKS", "DEFAULT_STRIKES", "DCGM_HEALTH_CODES"} <= imported, imported
+    assert preflight_slurm.HEALTHCHECK_CHECKS == healthcheck.CHECKS
+    assert tuple(sorted(healthcheck.DEFAULT_STRIKES)) == tuple(sorted(preflight_slurm.HEALTHCHECK_STRIKE_KEYS))
+    assert tuple((code, name) for code, name, _pattern in healthcheck.DCGM_HEALTH_CODES) == \
         preflight_slurm.DCGM_HEALTH_CODES
 
 
