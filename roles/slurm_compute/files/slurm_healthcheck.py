@@ -457,6 +457,18 @@ class Run(object):
                 return check
         return checks[0]
 
+    def answered(self, check, res, what, failed, err_first=False):
+        """Whether `res` finished with rc 0; otherwise the check's fault is recorded: a command that did not answer
+        (`what` names it), or one that failed (the message starts with `failed`, then its rc and first line)."""
+        if not res.finished:
+            self.fail(check, unfinished(self.budget, what, res), timeout=True)
+            return False
+        if res.rc != 0:
+            first, second = (res.err, res.out) if err_first else (res.out, res.err)
+            self.fail(check, "%s failed (rc %d): %s" % (failed, res.rc, first_line(first) or first_line(second)))
+            return False
+        return True
+
 
 def enabled_checks(cfg):
     """The checks this configuration runs, in CHECKS order."""
@@ -603,11 +615,7 @@ def check_gpus(r):
         r.fail(owner, "nvidia-smi not found (expected %d GPUs)" % expected)
         return
     res = run([smi, "--query-gpu=" + ",".join(GPU_FIELDS), "--format=csv,noheader,nounits"], r.budget, CHECKS_PHASE)
-    if not res.finished:
-        r.fail(owner, unfinished(r.budget, "nvidia-smi", res), timeout=True)
-        return
-    if res.rc != 0:
-        r.fail(owner, "nvidia-smi failed (rc %d): %s" % (res.rc, first_line(res.out) or first_line(res.err)))
+    if not r.answered(owner, res, "nvidia-smi", "nvidia-smi"):
         return
     r.gpus_answered = True
     # A line that is not a whole row (a warning nvidia-smi printed between the rows, a truncated line) is no GPU.
@@ -646,12 +654,7 @@ def check_gpu_extras(r):
     res = _extra_query(r, smi, EVENT_PREFIXES[0])
     if res.finished and res.rc != 0 and "is not a valid field" in res.out + res.err:
         res = _extra_query(r, smi, EVENT_PREFIXES[1])  # a driver before R535: clocks_throttle_reasons.*
-    if not res.finished:
-        r.fail(owner, unfinished(r.budget, "nvidia-smi", res), timeout=True)
-        return
-    if res.rc != 0:
-        r.fail(owner, "nvidia-smi --query-gpu (pcie, clock events, MIG) failed (rc %d): %s"
-               % (res.rc, first_line(res.out) or first_line(res.err)))
+    if not r.answered(owner, res, "nvidia-smi", "nvidia-smi --query-gpu (pcie, clock events, MIG)"):
         return
     mig_mode = tristate(cfg.get("mig_mode"))
     want_mig = None if mig_mode is None else ("Enabled" if mig_mode else "Disabled")
@@ -680,12 +683,7 @@ def check_nvlink(r):
     cfg = r.cfg
     smi = find("nvidia-smi", cfg["nvidia_smi_path"])
     res = run([smi, "nvlink", "-s"], r.budget, CHECKS_PHASE)
-    if not res.finished:
-        r.fail("nvlink", unfinished(r.budget, "nvidia-smi nvlink", res), timeout=True)
-        return
-    if res.rc != 0:
-        r.fail("nvlink", "nvlink: nvidia-smi nvlink -s failed (rc %d): %s"
-               % (res.rc, first_line(res.out) or first_line(res.err)))
+    if not r.answered("nvlink", res, "nvidia-smi nvlink", "nvlink: nvidia-smi nvlink -s"):
         return
     gpus = parse_nvlink_status(res.out)
     expected = cfg.get("nvlink_active_links")
@@ -700,12 +698,7 @@ def check_nvlink(r):
                 index, up, expected, (" (inactive: %s)" % ", ".join(down[:6] + (["..."] if len(down) > 6 else [])))
                 if down else ""))
     res = run([smi, "nvlink", "-e"], r.budget, CHECKS_PHASE)
-    if not res.finished:
-        r.fail("nvlink", unfinished(r.budget, "nvidia-smi nvlink -e", res), timeout=True)
-        return
-    if res.rc != 0:
-        r.fail("nvlink", "nvlink: nvidia-smi nvlink -e failed (rc %d): %s"
-               % (res.rc, first_line(res.out) or first_line(res.err)))
+    if not r.answered("nvlink", res, "nvidia-smi nvlink -e", "nvlink: nvidia-smi nvlink -e"):
         return
     counters = parse_nvlink_errors(res.out)
     before = r.state["nvlink"]
@@ -741,11 +734,7 @@ def check_xid(r):
         r.fail("xid", "xid: dmesg not found")
         return
     res = run([dmesg], r.budget, CHECKS_PHASE)
-    if not res.finished:
-        r.fail("xid", unfinished(r.budget, "dmesg", res), timeout=True)
-        return
-    if res.rc != 0:
-        r.fail("xid", "xid: dmesg failed (rc %d): %s" % (res.rc, first_line(res.err) or first_line(res.out)))
+    if not r.answered("xid", res, "dmesg", "xid: dmesg", err_first=True):
         return
     seen = r.state["xid"]
     last = seen.get("last_ts")
@@ -829,12 +818,7 @@ def check_dcgm(r):
         if res.finished:
             r.notes.append("dcgm health watches set (%s)" % cfg["dcgm_set_watches"])
             res = run([dcgmi, "health", "-c", "-j"], r.budget, CHECKS_PHASE)
-    if not res.finished:
-        r.fail("dcgm_health", unfinished(r.budget, "dcgmi health", res), timeout=True)
-        return
-    if res.rc != 0:
-        r.fail("dcgm_health", "dcgmi health -c failed (rc %d): %s"
-               % (res.rc, first_line(res.out) or first_line(res.err)))
+    if not r.answered("dcgm_health", res, "dcgmi health", "dcgmi health -c"):
         return
     try:
         body = json.loads(res.out)["body"]
@@ -994,12 +978,7 @@ def check_ib(r):
             r.fail("ib_port", "ib_port: no InfiniBand device (%s is empty and ibstat is not installed)" % root)
             return
         res = run([ibstat], r.budget, CHECKS_PHASE)
-        if not res.finished:
-            r.fail("ib_port", unfinished(r.budget, "ibstat", res), timeout=True)
-            return
-        if res.rc != 0:
-            r.fail("ib_port", "ib_port: ibstat failed (rc %d): %s"
-                   % (res.rc, first_line(res.err) or first_line(res.out)))
+        if not r.answered("ib_port", res, "ibstat", "ib_port: ibstat", err_first=True):
             return
         ports = parse_ibstat(res.out)
     ib = dict((name, p) for name, p in ports.items() if p["layer"].lower() == "infiniband")
