@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over BIOS attributes read through Redfish: bios_vendor, bios_map, bios_plan and bios_judge.
 
-The logic and the vendor table are plugins/module_utils/bios_attributes.py; these filters hand it plain data and
+The logic and the vendor table are plugins/plugin_utils/bios_attributes.py; these filters hand it plain data and
 turn its ValueError into a filter error. Documentation lives beside this file (bios_*.yml).
 """
 
@@ -15,7 +15,7 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils import bios_attributes as ba
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import bios_attributes as ba
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_bios import bmc_tls_problem
 
 try:

@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the rolling change.
 
-rolling_plan_result reads the plan's nested check-mode run (the work is module_utils/playbook_output.py).
+rolling_plan_result reads the plan's nested check-mode run (the work is plugin_utils/playbook_output.py).
 roll_adoption decides which earlier drains a roll takes over, and roll_adopt_refusal whether a node the plan
 adopted still carries the reason the plan saw. Documentation lives beside this file (rolling_*.yml).
 """
@@ -16,7 +16,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils.playbook_output import json_callback_document
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.playbook_output import json_callback_document
 
 # Slurm appends these to the reason of a node it reboots (scontrol reboot ... reason=).
 _REBOOT_NOTES = r"(?: : reboot (?:issued|complete|timed out))*"

@@ -33,10 +33,10 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_deep as _deep
-from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_judge as _judge
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import validation_deep as _deep
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import validation_judge as _judge
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_parsers as _parsers
-from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_report as _report
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import validation_report as _report
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common import ValidationError
 
 

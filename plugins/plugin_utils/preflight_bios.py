@@ -11,7 +11,7 @@ On every GPU node where ``bios_enabled`` is true (the role runs on gpu_nodes):
   would read, and with bios_apply stage, the wrong server);
 * ``cluster_bmc_username`` and ``cluster_bmc_password`` are non-empty strings. A message never shows the password,
   only its type;
-* ``bios_vendor_table_extra`` is what ``merge_table`` of plugins/module_utils/bios_attributes.py accepts (every entry
+* ``bios_vendor_table_extra`` is what ``merge_table`` of plugins/plugin_utils/bios_attributes.py accepts (every entry
   with its source), so the role cannot stop on it later;
 * ``bios_apply`` without ``bios_enabled`` is refused: it would stage nothing, silently;
 * ``bios_redfish_host`` is ``localhost`` or a host of the inventory (the Redfish calls are delegated to it).
@@ -26,7 +26,7 @@ __metaclass__ = type
 import ipaddress
 import re
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils.bios_attributes import merge_table
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.bios_attributes import merge_table
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING, is_host_name, type_name
 
 ROLE = "bios"

@@ -22,7 +22,7 @@ import zlib
 
 import pytest
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_report import validation_html
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.validation_report import validation_html
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SPEC = importlib.util.spec_from_file_location(

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The bios_* filters (plugins/filter/bios.py): plain data to module_utils/bios_attributes.py, errors as filter
+"""The bios_* filters (plugins/filter/bios.py): plain data to plugin_utils/bios_attributes.py, errors as filter
 errors, and values as ansible-core hands them to filters (tagged str subclasses) read like plain ones."""
 
 import pytest

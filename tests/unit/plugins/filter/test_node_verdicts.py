@@ -22,7 +22,7 @@ from conftest import EMULATORS
 from cf_module_helper import Tool, run_main, run_module
 
 from ansible_collections.clusterforge.gpu.plugins.filter import validation
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_judge import DEEP_REQUIRED_CHECKS
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.validation_judge import DEEP_REQUIRED_CHECKS
 from ansible_collections.clusterforge.gpu.plugins.modules import dcgm_diag as dcgm_diag_module
 from ansible_collections.clusterforge.gpu.plugins.modules import ib_port_info as ib_port_info_module
 from ansible_collections.clusterforge.gpu.plugins.modules import ib_write_bw as ib_write_bw_module

@@ -29,7 +29,7 @@ from ansible_collections.clusterforge.gpu.plugins.modules import ibdiagnet as ib
 from ansible_collections.clusterforge.gpu.plugins.modules import nvidia_smi_info as nvidia_smi_info_module
 from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs as pcie_acs_module
 from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs_info as pcie_acs_info_module
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_judge import CHECK_KEYS
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.validation_judge import CHECK_KEYS
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import DEFAULT_THRESHOLDS
 
 FILTERS = validation.FilterModule().filters()

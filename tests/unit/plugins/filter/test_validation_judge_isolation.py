@@ -7,7 +7,7 @@ the fabric_ib phase gives it (with the module's message when a test did not run)
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common import ValidationError
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_judge import validation_judge
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.validation_judge import validation_judge
 
 NCCL_SLOW = """#  Rank  0 Group  0 Pid  101 on gpu01 device  0 [0000:18:00] NVIDIA H100 80GB HBM3
 #

@@ -16,7 +16,7 @@ Used by tests/unit/plugins/module_utils/test_validation_report_scale.py and test
 import random
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_judge import validation_judge
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.validation_judge import validation_judge
 
 BUSES = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
 EXPECTED = {"gpu_count": 8, "power_limit_w": 700, "sm_clock_locked_mhz": 1980, "persistence": True,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Unit tests for plugins/module_utils/bios_attributes.py over BIOS resources recorded from public dumps
+"""Unit tests for plugins/plugin_utils/bios_attributes.py over BIOS resources recorded from public dumps
 (fixtures/bios/, PROVENANCE.md there): the vendor table maps real attribute names, unknown stays unknown, and the
 patch honours values already pending."""
 
@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils import bios_attributes as ba
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import bios_attributes as ba
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "bios")
 

@@ -474,7 +474,7 @@ def test_r580_h200_module_result_judged_by_validation():
     """nvidia_smi_info's own result on the H200 (before the topo fix: its topology is empty), judged as validate.yml
     judges a node: count, health, persistence and power pass; the idle, unlocked GPU (345 MHz) fails a lock at 1980."""
     import json
-    from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_judge import validation_judge
+    from ansible_collections.clusterforge.gpu.plugins.plugin_utils.validation_judge import validation_judge
     info = json.loads(fixture("r580/module-nvidia_smi_info-h200.json"))
     assert info["topology"]["gpus"] == []
     assert info["gpus"] == smi.parse_xml(fixture("r580/q-x-h200.xml"))["gpus"]

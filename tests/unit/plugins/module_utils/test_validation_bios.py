@@ -12,10 +12,10 @@ import os
 
 import pytest
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils import bios_attributes as ba
-from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_report
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import bios_attributes as ba
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import validation_report
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common import ValidationError
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_judge import node_verdicts, validation_judge
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.validation_judge import node_verdicts, validation_judge
 
 FIX = os.path.join(os.path.dirname(__file__), "fixtures", "bios")
 CHECK = "bios.settings"

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The validation module_utils on their own: one file per job behind plugins/filter/validation.py, each raising
-ValidationError (a ValueError, no ansible.errors import), which the filter turns into AnsibleFilterError with the same
-message. What the filters compute is tested through the filter, in tests/unit/plugins/filter/test_validation.py."""
+"""The validation module_utils and plugin_utils on their own: one file per job behind plugins/filter/validation.py,
+each raising ValidationError (a ValueError, no ansible.errors import), which the filter turns into AnsibleFilterError
+with the same message. What the filters compute is tested through the filter, in tests/unit/plugins/filter/test_validation.py."""
 
 import ast
 import inspect
@@ -15,10 +15,10 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.clusterforge.gpu.plugins.filter import validation as validation_filter
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_common
-from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_deep
-from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_judge
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import validation_deep
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import validation_judge
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_parsers
-from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_report
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import validation_report
 from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_thresholds
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common import ValidationError
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils import preflight_validate
@@ -48,7 +48,8 @@ def source(module):
 
 @pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[-1])
 def test_module_utils_header_and_imports(module):
-    """The module_utils header ansible-test sanity wants, and nothing from the controller (ansible.errors, plugins)."""
+    """The header ansible-test sanity wants, and nothing from the filters or ansible.errors; the module_utils ones
+    (which modules ship to nodes) nothing from plugin_utils either, the plugin_utils ones (controller only) may."""
     text = source(module)
     assert text.startswith("# -*- coding: utf-8 -*-\n# Copyright: ClusterForge developers\n"
                            "# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)\n")
@@ -59,12 +60,14 @@ def test_module_utils_header_and_imports(module):
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             imported.add(node.module)
+    on_nodes = ".plugins.module_utils." in module.__name__
     assert not [name for name in imported if name.startswith("ansible.errors") or ".plugins.filter" in name
-                or ".plugins.plugin_utils" in name], imported
+                or (on_nodes and ".plugins.plugin_utils" in name)], imported
+    allowed = ("ansible.module_utils.", "ansible_collections.clusterforge.gpu.plugins.module_utils.") + \
+        (() if on_nodes else ("ansible_collections.clusterforge.gpu.plugins.plugin_utils.",))
     for name in imported:  # the standard library, Ansible's module_utils and the collection's
         if name.split(".")[0] in ("ansible", "ansible_collections"):
-            assert name.startswith(("ansible.module_utils.",
-                                    "ansible_collections.clusterforge.gpu.plugins.module_utils.")), name
+            assert name.startswith(allowed), name
 
 
 def test_filter_is_thin_and_exports_the_same_filters_and_signatures():

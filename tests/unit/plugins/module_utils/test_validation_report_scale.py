@@ -13,8 +13,8 @@ from html.parser import HTMLParser
 
 import pytest
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils import validation_report
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_judge import validation_judge
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils import validation_report
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.validation_judge import validation_judge
 
 SPEC = importlib.util.spec_from_file_location("cf_report_synth", os.path.join(os.path.dirname(__file__),
                                                                               "report_synth.py"))

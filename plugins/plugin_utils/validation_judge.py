@@ -14,8 +14,8 @@ import re
 
 from ansible.module_utils.common.text.converters import to_text
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils.bios_attributes import SETTINGS as BIOS_SETTINGS
-from ansible_collections.clusterforge.gpu.plugins.module_utils.bios_attributes import judge as bios_judge
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.bios_attributes import SETTINGS as BIOS_SETTINGS
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.bios_attributes import judge as bios_judge
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress as hostlist_compress
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
 from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
