@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 
 # Name -> (per-lane speed that `ibdiagnet --ls` takes, 4x link rate in Gb/s).
@@ -294,3 +295,59 @@ def parse_ibdiagnet(text):
         "messages": messages,
         "log_file": log_file,
     }
+
+
+# --------------------------------------------------------------------------------------------------------- sysfs
+# /sys/class/infiniband/<ca>/ports/<n>/{state,phys_state,rate,link_layer,lid,counters/<name>}: what ibstat prints,
+# read without running it (ib_port_info, and the node health check, which also reads the error counters).
+
+def read_sysfs_text(path):
+    """The stripped text of a sysfs file, None where it cannot be read."""
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def read_sysfs_ports(class_dir, counters=()):
+    """Ports from sysfs, as :func:`parse_ibstat` returns them (``ca``, ``port``, ``state``, ``physical_state``,
+    ``rate_gbps``, ``link_layer``, and where present ``ca_type``, ``firmware``, ``base_lid``), plus ``counters``:
+    {name: int} of the named counters (``counters/<name>``) that read as whole numbers. ``class_dir`` is
+    /sys/class/infiniband (or a copy); OSError when it cannot be listed."""
+    ports = []
+    for ca in sorted(os.listdir(class_dir)):
+        dev = os.path.join(class_dir, ca)
+        fw = read_sysfs_text(os.path.join(dev, "fw_ver"))
+        hca = read_sysfs_text(os.path.join(dev, "hca_type"))
+        pdir = os.path.join(dev, "ports")
+        try:
+            numbers = sorted((n for n in os.listdir(pdir) if n.isdigit()), key=int)
+        except OSError:
+            continue
+        for n in numbers:
+            pp = os.path.join(pdir, n)
+            port = {
+                "ca": ca, "port": int(n),
+                "state": normalize_state(read_sysfs_text(os.path.join(pp, "state"))),
+                "physical_state": normalize_phys_state(read_sysfs_text(os.path.join(pp, "phys_state"))),
+                "rate_gbps": rate_to_gbps(read_sysfs_text(os.path.join(pp, "rate"))),
+                "link_layer": read_sysfs_text(os.path.join(pp, "link_layer")),
+                "counters": {},
+            }
+            if hca:
+                port["ca_type"] = hca
+            if fw:
+                port["firmware"] = fw
+            lid = read_sysfs_text(os.path.join(pp, "lid"))
+            if lid:
+                try:
+                    port["base_lid"] = int(lid, 16)
+                except ValueError:
+                    pass
+            for name in counters:
+                value = read_sysfs_text(os.path.join(pp, "counters", name))
+                if value is not None and re.match(r"^\d+$", value):
+                    port["counters"][name] = int(value)
+            ports.append(port)
+    return ports

@@ -168,48 +168,10 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import To
 from ansible_collections.clusterforge.gpu.plugins.module_utils import infiniband
 
 
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except (IOError, OSError):
-        return None
-
-
 def read_sysfs(root):
-    base = os.path.join(root, "class", "infiniband")
-    ports = []
-    for ca in sorted(os.listdir(base)):
-        dev = os.path.join(base, ca)
-        fw = _read(os.path.join(dev, "fw_ver"))
-        hca = _read(os.path.join(dev, "hca_type"))
-        pdir = os.path.join(dev, "ports")
-        try:
-            numbers = sorted(os.listdir(pdir), key=lambda n: int(n) if n.isdigit() else 0)
-        except OSError:
-            continue
-        for n in numbers:
-            if not n.isdigit():
-                continue
-            pp = os.path.join(pdir, n)
-            port = {
-                "ca": ca, "port": int(n),
-                "state": infiniband.normalize_state(_read(os.path.join(pp, "state"))),
-                "physical_state": infiniband.normalize_phys_state(_read(os.path.join(pp, "phys_state"))),
-                "rate_gbps": infiniband.rate_to_gbps(_read(os.path.join(pp, "rate"))),
-                "link_layer": _read(os.path.join(pp, "link_layer")),
-            }
-            if hca:
-                port["ca_type"] = hca
-            if fw:
-                port["firmware"] = fw
-            lid = _read(os.path.join(pp, "lid"))
-            if lid:
-                try:
-                    port["base_lid"] = int(lid, 16)
-                except ValueError:
-                    pass
-            ports.append(port)
+    ports = infiniband.read_sysfs_ports(os.path.join(root, "class", "infiniband"))
+    for port in ports:
+        del port["counters"]  # none asked for
     return ports
 
 
@@ -222,7 +184,7 @@ def _gid_table(directory):
         return table
     for name in names:
         if name.isdigit():
-            value = _read(os.path.join(directory, name))
+            value = infiniband.read_sysfs_text(os.path.join(directory, name))
             if value:
                 table[int(name)] = value
     return table

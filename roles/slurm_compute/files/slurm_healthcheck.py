@@ -131,13 +131,13 @@ except ImportError:  # pragma: no cover - every Linux Python has it
 
 # The collection's parsers, installed beside this program as clusterforge_<name>.py (roles/slurm_compute/tasks/
 # config.yml): plugins/module_utils/slurm.py (the one rule of whose drain reason may be replaced or resumed, shared
-# with the slurm_node module, and the scontrol parser), infiniband.py (ibstat and the port states, shared with
+# with the slurm_node module, and the scontrol parser), infiniband.py (ibstat and the ports in sysfs, shared with
 # ib_port_info), nvidia_smi.py (--query-gpu CSV, shared with nvidia_smi_info, and nvlink -s / -e) and
 # healthcheck.py (the checks, their strikes, the DCGM codes and the reason-prefix rule, shared with preflight).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=import-error,wrong-import-position
 from clusterforge_slurm import parse_scontrol_nodes, reason_action, split_reason, state_flags  # noqa: E402
-from clusterforge_infiniband import normalize_phys_state, normalize_state  # noqa: E402
+from clusterforge_infiniband import read_sysfs_ports  # noqa: E402
 from clusterforge_infiniband import parse_ibstat as parse_ibstat_ports  # noqa: E402
 from clusterforge_nvidia_smi import parse_nvlink_errors, parse_nvlink_status, parse_query_csv  # noqa: E402
 from clusterforge_healthcheck import CHECKS, DCGM_HEALTH_CODES, DEFAULT_STRIKES  # noqa: E402
@@ -935,28 +935,12 @@ def check_lustre(r):
 def _ib_sysfs_ports(root):
     """{"<device>/<port>": {"state", "phys", "layer", "counters"}} from sysfs; None without InfiniBand devices there."""
     try:
-        devices = sorted(os.listdir(root))
+        found = read_sysfs_ports(root, ("link_downed",) + IB_ERROR_COUNTERS)
     except OSError:
         return None
-    ports = {}
-    for device in devices:
-        base = os.path.join(root, device, "ports")
-        try:
-            numbers = sorted(os.listdir(base), key=lambda n: to_int(n) if to_int(n) is not None else 0)
-        except OSError:
-            continue
-        for number in numbers:
-            path = os.path.join(base, number)
-            counters = {}
-            for name in ("link_downed",) + IB_ERROR_COUNTERS:
-                value = to_int(read_text(os.path.join(path, "counters", name)))
-                if value is not None:
-                    counters[name] = value
-            ports["%s/%s" % (device, number)] = {
-                "state": normalize_state(read_text(os.path.join(path, "state"))),
-                "phys": normalize_phys_state(read_text(os.path.join(path, "phys_state"))),
-                "layer": read_text(os.path.join(path, "link_layer")) or "InfiniBand", "counters": counters}
-    return ports or None
+    return dict(("%s/%d" % (p["ca"], p["port"]), {"state": p["state"] or "", "phys": p["physical_state"] or "",
+                                                  "layer": p["link_layer"] or "InfiniBand", "counters": p["counters"]})
+                for p in found) or None
 
 
 def parse_ibstat(text):

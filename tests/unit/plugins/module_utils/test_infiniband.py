@@ -132,3 +132,28 @@ def test_iblinkinfo_small():
     assert links[0]["rate_gbps"] == 400 and links[0]["node"] == "node07 HCA-1" and links[0]["peer_port"] == 5
     assert links[1]["node_type"] == "Switch" and links[1]["node"] == "cf-leaf01" and links[1]["state"] == "Down"
     assert links[1]["rate_gbps"] is None and links[1]["peer"] is None
+
+
+def _sysfs_port(root, ca, port, files):
+    path = root / ca / "ports" / str(port)
+    (path / "counters").mkdir(parents=True)
+    for name, text in files.items():
+        (path / name).write_text(text + "\n")
+    return path
+
+
+def test_read_sysfs_ports_reads_states_rate_lid_and_only_the_counters_asked_for(tmp_path):
+    """The kernel's format: state "4: ACTIVE", phys_state "5: LinkUp", rate "400 Gb/sec (4X NDR)", lid "0x12"."""
+    _sysfs_port(tmp_path, "mlx5_0", 1, {"state": "4: ACTIVE", "phys_state": "5: LinkUp", "rate": "400 Gb/sec (4X NDR)",
+                                        "link_layer": "InfiniBand", "lid": "0x12", "counters/symbol_error": "3",
+                                        "counters/link_downed": "0", "counters/port_rcv_errors": "n/a"})
+    _sysfs_port(tmp_path, "mlx5_1", 1, {"state": "1: DOWN", "phys_state": "2: Polling", "link_layer": "InfiniBand"})
+    (tmp_path / "mlx5_0" / "fw_ver").write_text("28.39.1002\n")
+    (tmp_path / "mlx5_0" / "ports" / "not-a-port").mkdir()
+    ports = ib.read_sysfs_ports(str(tmp_path), ("symbol_error", "link_downed", "port_rcv_errors"))
+    assert [(p["ca"], p["port"], p["state"], p["physical_state"]) for p in ports] == [
+        ("mlx5_0", 1, "Active", "LinkUp"), ("mlx5_1", 1, "Down", "Polling")]
+    assert ports[0]["rate_gbps"] == 400 and ports[0]["base_lid"] == 0x12 and ports[0]["firmware"] == "28.39.1002"
+    assert ports[0]["counters"] == {"symbol_error": 3, "link_downed": 0}
+    assert ports[1]["counters"] == {} and ports[1]["rate_gbps"] is None
+    assert ib.read_sysfs_ports(str(tmp_path))[0]["counters"] == {}
