@@ -44,7 +44,11 @@ its strikes is reported ("pending: temperature 1/2 (...)"): it neither drains no
 the Xids seen, and the NVLink and InfiniBand counters of the last run live in <state_dir>/healthcheck-state.json,
 shared by every caller under an exclusive lock (<state_dir>/healthcheck.lock, fcntl); the default state_dir is
 /run/clusterforge, so a reboot starts them afresh (the boot id is recorded too). Without a usable state directory
-the check cannot count and acts on a fault at once.
+the check cannot count and acts on a fault at once. A run that waited 10 s (a quarter of its budget at most) for
+the lock while another run held it (the epilog's run of a job, which a hung tool keeps for its whole budget) checks
+beside it: it reads the counts, counts this run as the next of each check's strikes, and may drain, but it writes no
+count and no metrics and never resumes (the run holding the lock decides that). So slurmd's run at its start, which
+must keep a faulty node from its first job, is never skipped.
 
 Circuit breaker. At most max(1, floor(nodes x max_drained_percent / 100)) nodes may be drained (or draining) with
 the check's own reason prefix. Two counts, each one `scontrol show node -o` of every node:
@@ -96,7 +100,8 @@ with every command's time limit, start, duration and outcome.
 Record: each run also writes its summary as JSON to <state_dir>/healthcheck-<source>.json, one file per caller:
 `slurmd` (HealthCheckProgram), `epilog` (the unit, which sets CF_HEALTHCHECK_SOURCE=epilog) or `manual`, so the
 last run of each is known without a log (`finished_at`, status, faults, pending, action, run time, and
-`breaker_rank`: after a drain, its place among the check's drains in the second count; null without one).
+`breaker_rank`: after a drain, its place among the check's drains in the second count; null without one;
+`beside_another_run`: true for a run that checked beside one holding the lock).
 
 Metrics: each run (not --dry-run) writes <textfile_dir>/clusterforge_healthcheck.prom atomically for node-exporter's
 textfile collector (textfile_dir empty: none): per caller clusterforge_healthcheck_status{source} (0 healthy,
@@ -540,6 +545,8 @@ class StateStore(object):
         self.handle = None
         self.usable = False
         self.problem = None
+        # Another run held the lock past this run's wait: this run reads the strike record without writing it.
+        self.held_by_other = False
 
     def lock(self, deadline):
         """True when this run holds the lock; False when another run held it until the deadline. A state
@@ -559,12 +566,14 @@ class StateStore(object):
                 if time.monotonic() >= deadline:
                     self.handle.close()
                     self.handle = None
+                    self.held_by_other = True
                     return False
                 time.sleep(0.05)
 
     def load(self, current_boot):
         state = {}
-        if self.usable:
+        if self.usable or self.held_by_other:
+            # (The record is replaced whole, by rename: a run that does not hold the lock reads the old or the new.)
             try:
                 with open(self.path) as handle:
                     state = json.load(handle)
@@ -1100,8 +1109,10 @@ def node_info(state):
     return state_flags(state)
 
 
-def decide(active, pending, state, reason, prefix, max_len):
-    """Return (action, new_reason, why): drain, update, resume, or none (why: whose reason kept this check off)."""
+def decide(active, pending, state, reason, prefix, max_len, may_resume=True):
+    """Return (action, new_reason, why): drain, update, resume, or none (why: whose reason kept this check off).
+    `may_resume` False (a run beside another that holds the lock): drain or update only; the run holding the lock,
+    which may have found a fault this one did not, decides whether the node resumes."""
     if prefix_refusal(prefix):
         return "none", None, None  # main() refuses earlier; never own a drain through a prefix this check cannot own
     info = node_info(state)
@@ -1114,7 +1125,7 @@ def decide(active, pending, state, reason, prefix, max_len):
         if verdict != "act":
             return "none", None, why
         return ("update" if info["drain"] else "drain"), text, None
-    if pending:
+    if pending or not may_resume:
         return "none", None, None  # a fault below its strikes neither drains nor lets the node resume
     verdict, why = reason_action("resume", info, reason, prefix)
     if verdict == "act":
@@ -1272,7 +1283,7 @@ def check_node(cfg, args, budget, node, report, r):
         return 2
     report["state"] = state
     action, new_reason, kept = decide(active, pending, state, reason, cfg["reason_prefix"],
-                                      int(cfg["max_reason_length"]))
+                                      int(cfg["max_reason_length"]), may_resume=not report["beside"])
     if kept:
         # Someone else's reason: the faults are reported, the node and its reason stay as its owner left them.
         report["kept_reason"] = reason
@@ -1433,7 +1444,6 @@ def render_metrics(sources, checks, failed, counts, breaker):
         lines.append("# HELP %s %s" % (name, text))
         lines.append("# TYPE %s gauge" % name)
         for key, value in rows:
-            # (written without a brace before a percent sign: the file is a Jinja template)
             lines.append(name + "{" + '%s="%s"} %s' % (label, key, _number(value)))
     return "\n".join(lines) + "\n"
 
@@ -1534,22 +1544,26 @@ def main(argv=None):
     budget = Budget(budget_seconds, timeout, STARTED)
     source = run_source()
     store = StateStore(cfg)
-    if not store.lock(time.monotonic() + min(LOCK_WAIT, budget_seconds / 4.0)):
-        # Another run (slurmd's or the epilog's) is checking this node right now: one run at a time, so that a
-        # fault is counted once per run, not twice.
-        line = "cf-health: %s: another health check run holds %s; this run checked nothing; %.2f s of a %g s " \
-               "budget" % (node, store.lock_path, budget.elapsed(), budget_seconds)
+    beside = not store.lock(time.monotonic() + min(LOCK_WAIT, budget_seconds / 4.0))
+    if beside:
+        # Another run (slurmd's, the epilog's) has held the lock past the wait: with a hung tool it can hold it for
+        # its whole budget. This run still checks, since it may be the one that must keep the node from jobs (slurmd's
+        # run at its start, before the node registers, while the epilog's run of the last job began before the
+        # fault). It reads the strike record but writes neither it nor the metrics (a fault is counted once per run
+        # holding the lock), and it may drain but never resume (the holder decides that).
+        line = "cf-health: %s: another health check run holds %s: this run checks beside it, counting no " \
+               "strike and resuming nothing" % (node, store.lock_path)
         print(line)
         if syslog is not None:
             log(cfg, syslog.LOG_INFO, line)
-        return 0
     try:
         state = store.load(boot_id(cfg))
         if store.problem:
             print("cf-health: %s: %s: no strike record, a fault acts at once" % (node, store.problem),
                   file=sys.stderr)
         r = Run(cfg, budget, state)
-        report = {"faults": [], "notes": [], "state": "", "action": "none", "counting": store.usable,
+        report = {"faults": [], "notes": [], "state": "", "action": "none",
+                  "counting": store.usable or store.held_by_other, "beside": beside,
                   "pending": {}, "counts": {}, "failed": [], "breaker": []}
         status = check_node(cfg, args, budget, node, report, r)
         faults = report["faults"]
@@ -1567,9 +1581,10 @@ def main(argv=None):
                   "faults": faults, "pending": pending, "breaker_open": report["breaker"], "state": report["state"],
                   "breaker_rank": report.get("breaker_rank"), "action": report["action"],
                   "not_finished": budget.unfinished, "elapsed_seconds": round(elapsed, 3),
-                  "strikes": report["counts"], "checks": r.enabled, "dry_run": bool(args.dry_run)}
+                  "strikes": report["counts"], "checks": r.enabled, "dry_run": bool(args.dry_run),
+                  "beside_another_run": beside}
         write_record(cfg, node, record)
-        if not args.dry_run:
+        if not args.dry_run and not beside:
             state["strikes"] = report["counts"]
             write_metrics(cfg, node, state, source, record, report, r.enabled)
             problem = store.save(state)

@@ -1222,18 +1222,66 @@ def test_without_a_usable_state_directory_a_fault_acts_at_once(node):
     assert "no strike record, a fault acts at once" in proc.stderr
 
 
-def test_a_run_while_another_holds_the_lock_checks_nothing(node):
+def hold_lock(node):
+    """The check's lock, held as another run (the epilog's, with a hung tool) holds it."""
     import fcntl
-    node.config["budget_seconds"] = 4
-    (node.dir / "state").mkdir()
-    with open(node.dir / "state" / "healthcheck.lock", "a") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        node.gpus(7)
+    (node.dir / "state").mkdir(exist_ok=True)
+    handle = open(node.dir / "state" / "healthcheck.lock", "a")
+    fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    return handle
+
+
+def test_a_run_beside_one_holding_the_lock_drains_on_a_fault_that_needs_one_strike(node):
+    """slurmd's run at its start, while the epilog's run of the last job (begun before the fault) holds the lock:
+    it must still keep the node from jobs. It waits a quarter of its budget for the lock, then checks beside the
+    holder: a failed boot unit (one strike) drains; it writes no strike record and no metrics."""
+    node.config["budget_seconds"] = 8
+    node.config["boot_units"] = ["clusterforge-gpu-tuning.service"]
+    node.config["textfile_dir"] = str(node.dir / "textfile")
+    node.tool("systemctl", "failed\n", rc=0)
+    node.gpus(8)
+    with hold_lock(node):
+        proc = node.run(env={"CF_HEALTHCHECK_SOURCE": "slurmd"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "another health check run holds" in proc.stdout and "this run checks beside it" in proc.stdout
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: boot_units: "
+                              "clusterforge-gpu-tuning.service failed"]
+    assert not (node.dir / "state" / "healthcheck-state.json").exists()
+    assert not (node.dir / "textfile").exists() or not list((node.dir / "textfile").iterdir())
+    assert record(node, "slurmd")["beside_another_run"] is True and record(node, "slurmd")["action"] == "drain"
+    assert 2 <= proc.wall < 8
+
+
+def test_a_run_beside_one_holding_the_lock_counts_from_the_record_and_writes_no_count(node):
+    """A fault that needs two strikes: beside the holder, with no count recorded yet, it is pending (1/2), and the
+    record stays as it was; with one strike recorded by an earlier run, this run is the second and drains."""
+    strikes(node)
+    node.config["budget_seconds"] = 8
+    node.gpus(8, {5: "5, 0, [N/A], No, 95"})
+    with hold_lock(node):
         proc = node.run()
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "another health check run holds" in proc.stdout and "this run checked nothing" in proc.stdout
-    assert node.calls("nvidia-smi") == [] and node.calls("scontrol") == []
-    assert proc.wall < 4
+    assert "pending: temperature 1/2" in proc.stdout and node.updates() == []
+    assert not (node.dir / "state" / "healthcheck-state.json").exists()
+    node.run()  # holding the lock itself: the first strike, recorded
+    assert state_file(node)["strikes"]["temperature"] == 1 and node.updates() == []
+    with hold_lock(node):
+        proc = node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=DRAIN Reason=cf-health: GPU 5 temperature 95 C > 85 C"]
+    assert state_file(node)["strikes"]["temperature"] == 1  # counted by the runs that hold the lock only
+
+
+def test_a_run_beside_one_holding_the_lock_never_resumes(node):
+    """Healthy, on a node the check itself drained: the run holding the lock may have found a fault this one did
+    not, so only that run (or the next) lifts the drain."""
+    node.config["budget_seconds"] = 8
+    node.gpus(8)
+    node.node("IDLE+DRAIN", "cf-health: GPU 5 temperature 95 C > 85 C")
+    with hold_lock(node):
+        proc = node.run()
+    assert proc.returncode == 0 and "action none" in proc.stdout, proc.stdout + proc.stderr
+    assert node.updates() == []
+    node.run()
+    assert node.updates() == ["update NodeName=gpu01 State=RESUME"]
 
 
 def test_a_dry_run_counts_nothing_and_writes_no_metrics(node):

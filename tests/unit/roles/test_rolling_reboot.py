@@ -398,9 +398,13 @@ HC_ASSERT = "The node's health check finds no fault"
     (1, "cf-health: gpu02: pending: temperature 1/2 (GPU 3 temperature 86 C > 85 C); state IDLE+DRAIN; action none; "
         "0.50 s of a 40 s budget", False),
     (2, "", False),
-    # another run held the lock to the end of the retries: nothing was checked, which is no pass
-    (0, "cf-health: gpu02: another health check run holds /run/clusterforge/healthcheck.lock; this run checked "
-        "nothing; 10.00 s of a 40 s budget", False),
+    # another run held the lock: this one checked beside it, and its verdict is the gate's
+    (0, "cf-health: gpu02: another health check run holds /run/clusterforge/healthcheck.lock: this run checks "
+        "beside it, counting no strike and resuming nothing\ncf-health: gpu02: healthy; state IDLE+DRAIN; action "
+        "none; 10.41 s of a 40 s budget", True),
+    (1, "cf-health: gpu02: another health check run holds /run/clusterforge/healthcheck.lock: this run checks "
+        "beside it, counting no strike and resuming nothing\ncf-health: gpu02: boot_units: "
+        "clusterforge-gpu-tuning.service failed; state IDLE+DRAIN; action none; 10.52 s of a 40 s budget", False),
 ])
 def test_the_gate_fails_on_any_fault_of_the_nodes_own_health_check_naming_it(rc, stdout, passes):
     check = _task("gate", HC_ASSERT)["ansible.builtin.assert"]
@@ -410,6 +414,7 @@ def test_the_gate_fails_on_any_fault_of_the_nodes_own_health_check_naming_it(rc,
     assert all(true(tmpl, cond) for cond in check["that"]) is passes
     if not passes:
         msg = " ".join(render(tmpl, check["fail_msg"]).split())
-        assert msg == (stdout or "cf-health: cannot read /etc/slurm/clusterforge-healthcheck.json")
+        assert msg == (stdout.splitlines()[-1] if stdout else "cf-health: cannot read "
+                       "/etc/slurm/clusterforge-healthcheck.json")
     run = _task("gate", "Run the node's health check as slurmd runs it, reporting only")
     assert run["ansible.builtin.command"]["argv"][-1] == "--dry-run" and run["timeout"] == 90
