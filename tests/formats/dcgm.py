@@ -5,12 +5,14 @@
 
 No plugin reads these outputs, so the parsers live here, not in plugins/module_utils/dcgm.py. They keep the lab's
 dcgmi emulator (tests/lab/unit/test_emulator_lfs_dcgm.py) and the real samples (tests/conformance/) honest about the
-formats. Shared helpers come from the plugin module.
+formats. Shared helpers come from the plugin modules; the JSON form's incidents are read by the health check's own
+reader, so that the samples test the code that runs on the nodes.
 """
 
 import re
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import _extract_json
+from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import parse_health_incidents
 
 _HEALTH_WORDS = {"healthy": "healthy", "warning": "warning", "failure": "failure", "internal error": "error"}
 
@@ -22,26 +24,25 @@ def _health_word(value):
 
 
 def _health_from_json(data):
+    """The JSON form: its incidents read by the health check's own reader (parse_health_incidents of
+    plugins/module_utils/healthcheck.py, which the node program imports), the entities and their health here."""
     body = data.get("body") or {}
     overall = _health_word((body.get("Overall Health") or {}).get("value"))
     entities = []
-    incidents = []
     for group, node in body.items():
         if group == "Overall Health" or not isinstance(node, dict):
             continue
         for eid, enode in (node.get("children") or {}).items():
-            if not isinstance(enode, dict):
-                continue
-            entity = {"group": group, "id": int(eid) if str(eid).isdigit() else eid,
-                      "health": _health_word(enode.get("value"))}
-            entities.append(entity)
-            errs = ((enode.get("children") or {}).get("Errors") or {}).get("children") or {}
-            for system, snode in errs.items():
-                snode = snode or {}
-                incidents.append({"group": group, "id": entity["id"], "system": system,
-                                  "health": _health_word(snode.get("value")),
-                                  "message": " ".join(snode.get("overflow") or []).strip()})
+            if isinstance(enode, dict):
+                entities.append({"group": group, "id": _entity_id(eid), "health": _health_word(enode.get("value"))})
+    incidents = [{"group": item["group"], "id": _entity_id(item["entity"]), "system": item["system"],
+                  "health": _health_word(item["health"]), "message": item["text"]}
+                 for item in parse_health_incidents(body)]
     return {"overall": overall, "entities": entities, "incidents": incidents, "errors": []}
+
+
+def _entity_id(value):
+    return int(value) if str(value).isdigit() else value
 
 
 def parse_health(text):
