@@ -331,6 +331,7 @@ def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_p
         assert "gpu01 failed at 'dcgm-diag'" in out, out
         # The run ends with the CLUSTERFORGE RECAP (the recap callback), though it stopped: the held node and why.
         recap_text = out.rsplit("CLUSTERFORGE RECAP", 1)[-1]
+        print("CLUSTERFORGE RECAP" + recap_text)  # for the record (pytest -s shows it)
         assert "nodes this run drained and left drained: gpu01: cf-roll:" in recap_text, out[-3000:]
         assert "failed: gpu01 at " in recap_text and "dcgm-diag" in recap_text, recap_text
         states = settled_node_states()
