@@ -339,6 +339,21 @@ def role_defaults(role, root=ROOT):
         return yaml.safe_load(f) or {}
 
 
+SHARED_ALL_TEXT = "Takes every option of the entry point `main` (%d), as described there."
+SHARED_TEXT = "Takes these options of the entry point `main`, as described there: %s."
+
+
+def shared_with_main(spec, ep):
+    """(names of the options of entry point `ep` whose spec is the same as main's, in ep's order, {name: spec} of the
+    others). Entry points that run phases of one role take most of main's options: each is described once."""
+    options = (spec.get(ep) or {}).get("options") or {}
+    if ep == "main":
+        return [], dict(options)
+    main = (spec.get("main") or {}).get("options") or {}
+    shared = [name for name, opt in options.items() if main.get(name) == opt]
+    return shared, dict((name, opt) for name, opt in options.items() if name not in shared)
+
+
 def render_generated(role, spec, site, root=ROOT, phases=None):
     fqcn = "%s.%s" % (COLLECTION, role)
     defaults = role_defaults(role, root)
@@ -353,9 +368,15 @@ def render_generated(role, spec, site, root=ROOT, phases=None):
         if ep != "main":
             for p in paragraphs(entry.get("description")):
                 lines += [_wrap(md(p)), ""]
-        if entry.get("options"):
-            lines += options_tables(entry["options"], role_defaults=defaults) + [""]
-        else:
+        options = entry.get("options") or {}
+        shared, own = shared_with_main(spec, ep)
+        if shared and len(shared) == len((spec.get("main") or {}).get("options") or {}):
+            lines += [_wrap(SHARED_ALL_TEXT % len(shared)), ""]
+        elif shared:
+            lines += [_wrap(SHARED_TEXT % ", ".join(code(n) for n in shared)), ""]
+        if own:
+            lines += options_tables(own, role_defaults=defaults) + [""]
+        elif not options:
             lines += ["No options.", ""]
     lines += ["## Using the role", ""]
     if phases:

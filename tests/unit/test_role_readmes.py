@@ -43,13 +43,37 @@ def test_every_option_is_in_its_entry_points_table(role):
     text = _readme(role)
     generated = text[text.index(role_readme.GENERATED):text.index(role_readme.END_GENERATED)]
     spec = role_readme.load_spec(role, ROOT)
+    main = generated.split("## Entry point `main`\n", 1)[1].split("\n## ", 1)[0] if "main" in spec else ""
     for ep in spec:
         section = generated.split("## Entry point `%s`\n" % ep, 1)[1].split("\n## ", 1)[0]
+        shared, _own = role_readme.shared_with_main(spec, ep)
+        sentence = " ".join(section.split("\n\n|", 1)[0].split())
         for title, name in _options(spec[ep].get("options") or {}):
             table = section
+            if name in shared and not title:
+                # Described once, in main's table; named in this entry point's sentence.
+                every = role_readme.SHARED_ALL_TEXT % len(spec["main"]["options"])
+                assert every in sentence or "`%s`" % name in sentence.split("as described there:", 1)[1], \
+                    (role, ep, name)
+                table = main
+            elif title and title.split(".")[0] in shared:
+                table = main
             if title:
-                table = section.split("### Suboptions of `%s`\n" % title, 1)[1].split("\n### ", 1)[0]
+                table = table.split("### Suboptions of `%s`\n" % title, 1)[1].split("\n### ", 1)[0]
             assert "\n| `%s` |" % name in table, (role, ep, title, name)
+
+
+def test_an_entry_point_names_the_options_it_shares_with_main_and_tables_only_its_own():
+    spec = {"main": {"options": {"a": {"type": "int", "description": "A."}, "b": {"type": "str", "description": "B."}}},
+            "phase": {"options": {"a": {"type": "int", "description": "A."},
+                                  "b": {"type": "str", "description": "B, here otherwise."},
+                                  "c": {"type": "bool", "description": "C."}}}}
+    assert role_readme.shared_with_main(spec, "phase") == (["a"], {"b": spec["phase"]["options"]["b"],
+                                                                   "c": spec["phase"]["options"]["c"]})
+    text = role_readme.render_generated("validate", spec, {}, ROOT)
+    phase = text.split("## Entry point `phase`\n", 1)[1].split("\n## ", 1)[0]
+    assert "Takes these options of the entry point `main`, as described there: `a`." in " ".join(phase.split())
+    assert "\n| `b` |" in phase and "\n| `c` |" in phase and "\n| `a` |" not in phase
 
 
 @pytest.mark.parametrize("role", ROLES)
