@@ -40,6 +40,19 @@ REBOOT_FACTS = (
     ("bios_reboot_required", "BIOS settings pending on the BMC"),
 )
 SLURM_NODE_ACTIONS = ("clusterforge.gpu.slurm_node", "slurm_node")
+# A failure's message in the recap: long enough for what the operator does next (the rolling hold's message ends with
+# the re-run command), cut at a word with " ..." beyond it.
+MESSAGE_MAX = 600
+
+
+def shorten(text, limit):
+    """`text` as it is when it fits in `limit` characters, else cut at the last space within them, with " ..."."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit - 4]
+    if " " in cut:
+        cut = cut[:cut.rindex(" ")]
+    return cut + " ..."
 
 
 class Recap(object):
@@ -69,8 +82,8 @@ class Recap(object):
         """A failed or unreachable result. The host's last one is kept: a failure a rescue handled comes before the one
         that stopped the host (the rolling hold's "Stop the roll" names the failed step)."""
         where = self.unreachable if unreachable else self.failed
-        msg = " ".join(str(result.get("msg") or result.get("stderr") or "").split())
-        where[host] = "%s: %s" % (task_name, msg[:300]) if task_name else msg[:300]
+        msg = shorten(" ".join(str(result.get("msg") or result.get("stderr") or "").split()), MESSAGE_MAX)
+        where[host] = "%s: %s" % (task_name, msg) if task_name else msg
 
     def lines(self, check_mode=False, failed_hosts=None):
         """The recap's lines. failed_hosts: the hosts Ansible's stats count as failed (a failure that a rescue

@@ -43,6 +43,18 @@ def test_reboots_held_and_resumed_nodes_verdict_and_failures():
     ]
 
 
+def test_a_long_failure_keeps_its_end_up_to_600_characters_and_is_cut_at_a_word_beyond():
+    hold = ("Rolling change stopped: gpu01 failed at 'dcgm-diag': DCGM diagnostic level 1 failed: software on GPU 3. "
+            "It stays drained (cf-roll:20261129T232841Z FAILED ...); later batches were not touched. Fix it and "
+            "re-run with -e rolling_run_id=20261129T232841Z: that re-run adopts this drain and finishes the work.")
+    r = Recap()
+    r.failure("gpu01", {"msg": hold}, "Stop the roll")
+    assert r.lines(failed_hosts={"gpu01"})[-1] == "failed: gpu01 at Stop the roll: " + hold
+    r.failure("gpu01", {"msg": "word " * 200}, "Stop the roll")
+    line = r.lines(failed_hosts={"gpu01"})[-1]
+    assert line.endswith("word word ...") and len(line) <= len("failed: gpu01 at Stop the roll: ") + 600
+
+
 def test_machine_readable_output_stays_one_document():
     assert machine_readable("ansible.posix.json") and machine_readable("json") and machine_readable("ansible.posix.jsonl")
     assert not machine_readable("default") and not machine_readable("ansible.builtin.default")
