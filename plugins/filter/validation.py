@@ -73,6 +73,11 @@ def validation_judge(measured, thresholds=None):
     return _call(_judge.validation_judge, measured, thresholds)
 
 
+def validation_held_nodes(nodes, own_prefixes):
+    """{node: state and reason} of the nodes their owner holds out of service; see validation_held_nodes.yml."""
+    return _call(_judge.held_nodes, nodes, own_prefixes)
+
+
 def validation_html(report):
     """A validation_judge report -> one self-contained HTML5 page (inline CSS and SVG; no script, no link)."""
     return _call(_report.validation_html, report)
@@ -109,6 +114,7 @@ class FilterModule(object):
             "checkpoint_estimate": checkpoint_estimate,
             "validation_judge": validation_judge,
             "validation_html": validation_html,
+            "validation_held_nodes": validation_held_nodes,
             "validation_node_verdicts": validation_node_verdicts,
             "validation_loopback_plan": validation_loopback_plan,
             "validation_loopback_results": validation_loopback_results,

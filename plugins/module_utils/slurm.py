@@ -321,6 +321,27 @@ REASON_STATES = ("DOWN", "FAIL", "FAILING")
 SLURM_TRANSIENT_DOWN_REASONS = ("Not responding",)
 
 
+def held_by_its_owner(info, reason, own_prefixes, slurm_reasons=()):
+    """Whether a node is out of service by someone's decision that this collection does not own: the text that says
+    so ("DOWN+DRAIN: 'RMA 1234'"), or None.
+
+    ``info`` is :func:`state_flags` of the node's state, ``reason`` its reason without the ``[user@time]`` tag.
+    Out of service: DOWN, drained or draining, or FAIL. Held by its owner: with a reason that starts with none of
+    ``own_prefixes`` (the collection's own drains: the health check's, a roll's, the deep checks') and is none of
+    ``slurm_reasons`` (a reason Slurm sets when it finds a fault, "Not responding" among them: a fault, not a
+    decision). Such a node is the owner's until the owner releases it (an administrator's RMA, another tool's drain):
+    validation runs no job on it and judges nothing of it, as the rest of the collection never resumes it.
+    """
+    out = info["drain"] or info["base"] in REASON_STATES or "FAIL" in info["flags"]
+    text = (reason or "").strip()
+    if not out or not text:
+        return None
+    if any(text.startswith(p) for p in own_prefixes if p) or any(text.startswith(r) for r in slurm_reasons):
+        return None
+    state = "+".join([info["base"]] + [f for f in info["flags"] if f != info["base"]])
+    return "%s: %r" % (state, text)
+
+
 def reason_action(action, info, reason, prefix, wanted=None, rewrite=False):
     """Whether this collection may drain (``action`` "drain") or resume ("resume") a node: ("act"|"none"|"skip", why).
 

@@ -31,7 +31,8 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common
     _plain,
     _whole,
 )
-from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import DEEP_REASON_PREFIX
+from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import DEEP_REASON_PREFIX, SLURM_REASONS
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import held_by_its_owner, state_flags
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_parsers import (
     checkpoint_estimate,
     dd_results,
@@ -889,6 +890,32 @@ class _Judge(object):
         return estimates
 
 
+def held_nodes(nodes, own_prefixes):
+    """{node: "DOWN+DRAIN: 'RMA 1234'"} of the nodes of a slurm_node_info result (its ``nodes``) that their owner
+    holds out of service (module_utils/slurm.py held_by_its_owner): validation runs no job on them and judges nothing
+    of them. ``own_prefixes``: the reason prefixes of this collection's own drains."""
+    if nodes is None:
+        return {}
+    if not _is_list(nodes):
+        raise ValidationError("validation_held_nodes: expects slurm_node_info's nodes (a list), got %s"
+                              % type(nodes).__name__)
+    if not _is_list(own_prefixes) or not all(isinstance(p, str) and p.strip() for p in own_prefixes):
+        raise ValidationError("validation_held_nodes: own_prefixes must be a list of non-empty reason prefixes, "
+                              "got %r" % (own_prefixes,))
+    held = {}
+    for node in nodes:
+        if not _is_map(node) or not node.get("name") or not node.get("state"):
+            continue
+        text = held_by_its_owner(state_flags(node["state"]), node.get("reason"), own_prefixes, SLURM_REASONS)
+        if text:
+            held[to_text(node["name"])] = text
+    return held
+
+
+HELD_MESSAGE = ("%s: not validated: Slurm has it out of service by its owner's decision (%s); validation ran no job "
+                "on it and judged nothing of it")
+
+
 def validation_judge(measured, thresholds=None):
     """Judge measured cluster results against thresholds; see validation_judge.yml for the input and the report."""
     if not _is_map(measured):
@@ -912,6 +939,9 @@ def validation_judge(measured, thresholds=None):
             node = {}
         if not _is_map(node):
             raise ValidationError("validation_judge: measured.nodes[%s] must be a dict" % host)
+        if node.get("held"):
+            judge.add("slurm.held", host, "skip", HELD_MESSAGE % (host, to_text(node["held"])))
+            continue
         expected = node.get("expected") if _is_map(node.get("expected")) else {}
         judge.gpus(host, node, expected)
         judge.dcgm(host, node)

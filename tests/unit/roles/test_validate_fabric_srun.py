@@ -40,14 +40,19 @@ def five_nodes(tmp_path, monkeypatch):
     return node
 
 
-def run_fabric(tmp_path, monkeypatch, **env):
+def run_fabric(tmp_path, monkeypatch, held=(), smoke=None, **env):
     """The measure phase's facts on five idle GPU nodes (mlx5_0 at 200 Gb/s in ib_port_info; mlx5_1 unknown, so the
-    profile's rate), then phase fabric on the controller; returns (rc, output, recorded entries, srun calls)."""
+    profile's rate), but those of `held`, which recorded only that their owner holds them out of service; then phase
+    fabric on the controller; returns (rc, output, recorded entries, srun calls). `smoke`: a list that gets the smoke
+    job's srun calls."""
     program = install_round_program(tmp_path / "libexec")
     node = five_nodes(tmp_path, monkeypatch)
     (tmp_path / "play.yml").write_text(yaml.safe_dump([
         {"name": "Measured", "hosts": "gpu_nodes", "gather_facts": False,
-         "tasks": [{"name": "The measure phase's facts", "ansible.builtin.set_fact": {"__validate_node": node}}]},
+         "vars": {"measured": node, "held": list(held),
+                  "held_node": {"held": "DOWN+DRAIN: 'RMA 1234'", "idle": False}},
+         "tasks": [{"name": "The measure phase's facts", "ansible.builtin.set_fact": {
+             "__validate_node": "{{ held_node if inventory_hostname in held else measured }}"}}]},
         {"name": "Fabric", "hosts": "slurm_controller[0]", "gather_facts": False,
          "vars": {"validate_ibdiagnet": False, "validate_ib_write_bw_hcas": ["mlx5_0", "mlx5_1"],
                   "validate_ib_write_bw_node_program": program, "validate_ib_write_bw_timeout_seconds": 20,
@@ -67,6 +72,8 @@ def run_fabric(tmp_path, monkeypatch, **env):
     entries = json.loads((tmp_path / "ib.json").read_text()) if (tmp_path / "ib.json").exists() else None
     calls = ([json.loads(line) for line in (tmp_path / "srun.log").read_text().splitlines()]
              if (tmp_path / "srun.log").exists() else [])
+    if smoke is not None:
+        smoke.extend(c for c in calls if "hostname" in c)
     return proc.returncode, proc.stdout + proc.stderr, entries, [c for c in calls if "hostname" not in c]
 
 
@@ -89,6 +96,17 @@ def test_each_round_is_one_srun_and_every_pair_and_hca_is_recorded(tmp_path, mon
     assert all(e["rc"] == 0 and e["msg"] is None and e["result"]["bw_peak_gbits"] == 388.4 for e in entries), entries
     # The client port's rate where ib_port_info has it, else the profile's (h100_sxm_ndr: 400 Gb/s).
     assert {(e["hca"], e["line_rate_gbits"]) for e in entries} == {("mlx5_0", 200.0), ("mlx5_1", 400.0)}
+
+
+def test_a_node_its_owner_holds_out_of_service_gets_no_job(tmp_path, monkeypatch):
+    """gpu03 is DOWN for an RMA: the ring closes over the four others and the smoke job runs on them alone."""
+    smoke = []
+    rc, out, entries, calls = run_fabric(tmp_path, monkeypatch, held=["gpu03"], smoke=smoke)
+    assert rc == 0, out
+    assert [c[:4] for c in calls] == [["-N", "4", "-w", "gpu01,gpu02,gpu04,gpu05"],
+                                      ["-N", "4", "-w", "gpu02,gpu04,gpu05,gpu01"]], calls
+    assert not [e for e in entries if "gpu03" in (e["client"], e["server"])] and len(entries) == 8, entries
+    assert [c[:4] for c in smoke] == [["-N", "4", "-w", "gpu01,gpu02,gpu04,gpu05"]], smoke
 
 
 def test_a_failed_hca_and_a_lost_node_are_named_in_the_entries(tmp_path, monkeypatch):

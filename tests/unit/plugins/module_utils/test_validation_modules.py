@@ -38,6 +38,7 @@ BEHIND = {
     "validation_loopback_plan": validation_deep.loopback_plan,
     "validation_loopback_results": validation_deep.loopback_results,
     "validation_ib_line_rate": validation_deep.line_rate,
+    "validation_held_nodes": validation_judge.held_nodes,
 }
 
 
@@ -75,7 +76,7 @@ def test_filter_is_thin_and_exports_the_same_filters_and_signatures():
     for name, func in FILTERS.items():
         assert func.__name__ == name
         assert inspect.signature(func) == inspect.signature(BEHIND[name]), name
-    assert len(source(validation_filter).splitlines()) < 120
+    assert len(source(validation_filter).splitlines()) < 130
 
 
 def test_validation_error_is_a_value_error():
@@ -95,6 +96,8 @@ def test_validation_error_is_a_value_error():
      "validation_judge: unknown threshold key(s) nccl_min_fracton"),
     ("validation_judge", ({"nodes": {"gpu01": {"idle": "maybe"}}},), "validation_judge: idle must be a boolean"),
     ("validation_html", ({},), "validation_html expects the report of validation_judge"),
+    ("validation_held_nodes", ({}, ["cf-health:"]), "validation_held_nodes: expects slurm_node_info's nodes (a list), got dict"),
+    ("validation_held_nodes", ([], ["cf-health:", ""]), "validation_held_nodes: own_prefixes must be a list"),
 ])
 def test_module_utils_raise_value_errors_the_filter_raises_as_filter_errors(name, args, message):
     with pytest.raises(ValidationError) as raw:
@@ -162,3 +165,42 @@ def test_report_renders_a_judge_report_without_the_filter():
     assert page.startswith("<!DOCTYPE html>\n") and page.endswith("</html>\n")
     assert "<title>ClusterForge validation: x</title>" in page and '<svg class="chart"' in page
     assert os.path.basename(validation_report.__file__) == "validation_report.py"
+
+
+# ---------------------------------------------------------------- nodes their owner holds out of service
+
+OWN = ["cf-health:", "cf-roll:", "cf-deep:", "cf-mig:"]
+
+
+@pytest.mark.parametrize("state, reason, held", [
+    ("DOWN+DRAIN", "RMA 1234", "DOWN+DRAIN: 'RMA 1234'"),          # an administrator's RMA
+    ("DOWN", "power supply replaced, awaiting burn-in", "DOWN: 'power supply replaced, awaiting burn-in'"),
+    ("IDLE+DRAIN", "NHC: check_hw_ib failed", "IDLE+DRAIN: 'NHC: check_hw_ib failed'"),  # another tool's drain
+    ("MIXED+DRAIN", "kernel update", "MIXED+DRAIN: 'kernel update'"),  # draining: still the owner's decision
+    ("IDLE+FAIL", "flaky NVLink", "IDLE+FAIL: 'flaky NVLink'"),
+    ("IDLE+DRAIN", "cf-health: GPU 3 temperature 95 C > 85 C", None),   # the collection's own drains
+    ("IDLE+DRAIN", "cf-roll:20261129T232841Z FAILED dcgm-diag", None),
+    ("IDLE+DRAIN", "cf-deep: burn-in: new node, deep checks pending", None),
+    ("IDLE+DRAIN", "cf-mig: MIG layout all-1g.10gb", None),
+    ("DOWN*", "Not responding", None),                                   # faults Slurm found itself
+    ("IDLE+DRAIN", "Kill task failed", None),
+    ("IDLE+DRAIN", "gres/gpu count reported lower than configured (7 < 8)", None),
+    ("DOWN", None, None),                                                 # no reason: nobody's decision
+    ("IDLE", "an old reason on a node in service", None),                # in service
+    ("MIXED", None, None),
+])
+def test_a_node_is_held_only_when_out_of_service_with_a_reason_nobody_here_owns(state, reason, held):
+    assert validation_judge.held_nodes([{"name": "gpu02", "state": state, "reason": reason}], OWN) == \
+        ({"gpu02": held} if held else {})
+
+
+def test_a_held_node_is_one_skipped_check_and_fails_nothing():
+    measured = {"nodes": {"gpu02": {"held": "DOWN+DRAIN: 'RMA 1234'", "idle": False}},
+                "nodes_expected": ["gpu02"]}
+    report = validation_judge.validation_judge(measured)
+    held = [c for c in report["checks"] if c["id"] == "slurm.held"]
+    assert len(held) == 1 and held[0]["status"] == "skip" and held[0]["subject"] == "gpu02"
+    assert held[0]["message"] == ("gpu02: not validated: Slurm has it out of service by its owner's decision "
+                                  "(DOWN+DRAIN: 'RMA 1234'); validation ran no job on it and judged nothing of it")
+    assert not [c for c in report["checks"] if c["subject"].startswith("gpu02") and c["id"] != "slurm.held"]
+    assert report["ok"] is True and report["summary"]["fail"] == 0
