@@ -473,21 +473,24 @@ def test_injected_faults_fail_validation_and_are_named(converged, tmp_path):
     assert {c["subject"] for c in report["checks"] if c["status"] == "fail"} <= {"gpu02 mlx5_3:1", "gpu01"}
 
 
-def test_an_administrators_down_node_keeps_its_state_through_site_yml_and_validation_leaves_it_alone(converged, tmp_path):
-    """An administrator set gpu02 DOWN for an RMA: site.yml (with validation) succeeds, the node keeps its state and
-    its reason, validation runs no job on it and reports it as held, skipped (issue 37: adopting a running cluster)."""
-    rc, out = slurm("scontrol", "update", "NodeName=gpu02", "State=DOWN", "Reason=RMA 1234 (PSU)")
+def test_an_administrators_drained_node_keeps_its_state_through_site_yml_and_validation_leaves_it_alone(converged, tmp_path):
+    """An administrator drained gpu02 for an RMA: site.yml (with validation) succeeds, the node keeps its state and
+    its reason, validation runs no job on it and reports it as held, skipped (issue 37: adopting a running cluster).
+    A drain, not DOWN: with the lab's ReturnToService=2, Slurm itself returns a DOWN node to service when its slurmd
+    registers again (a reconfigure in site.yml did so in the clean-clone run at 25ca98a); a drain lasts until its
+    owner resumes it."""
+    rc, out = slurm("scontrol", "update", "NodeName=gpu02", "State=DRAIN", "Reason=RMA 1234 (PSU)")
     assert rc == 0, out
     try:
-        states = settled_node_states({"gpu02": ("down", "RMA 1234 (PSU)")})
-        assert states["gpu02"] == ("down", "RMA 1234 (PSU)"), states
+        states = settled_node_states({"gpu02": ("drain", "RMA 1234 (PSU)")})
+        assert states["gpu02"] == ("drain", "RMA 1234 (PSU)"), states
         change = tmp_path / "change.yml"  # the power limit the rolling tests left (see the injected-faults test)
         change.write_text(power_change(int(power_limits("gpu01")[0])))
         rc, out = run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", str(change), "site.yml",
                        "-e", "validate_fetch_dir=%s" % tmp_path])
         assert rc == 0, out[-5000:]
         states = settled_node_states()
-        assert states["gpu02"] == ("down", "RMA 1234 (PSU)"), states
+        assert states["gpu02"] == ("drain", "RMA 1234 (PSU)"), states
         with open(os.path.join(str(tmp_path), "validation.json")) as handle:
             report = json.load(handle)
         assert report["ok"] is True, report["failures"]
