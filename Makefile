@@ -32,7 +32,7 @@ endif
 
 ROLES_WITH_MOLECULE = $(sort $(patsubst roles/%/molecule/default/molecule.yml,%,$(wildcard roles/*/molecule/default/molecule.yml)))
 # The lab's end-to-end modules, in this order (they share one converged lab: tests/lab/conftest.py).
-LAB_TESTS ?= $(foreach m,e2e health monitoring security deep failing bios,$(wildcard tests/lab/test_lab_$(m).py))
+LAB_TESTS ?= $(foreach m,e2e health monitoring security deep failing bios brownfield,$(wildcard tests/lab/test_lab_$(m).py))
 # Every scenario runs on Debian 13 (trixie, Slurm 24.11), the lab's platform; the Slurm roles' scenarios run again on
 # Debian 12 (bookworm, Slurm 22.05), so both Slurm majors are proven by every `make test`.
 # `make molecule ROLE=<role> SUITE=bookworm` runs one scenario on Debian 12.

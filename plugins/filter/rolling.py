@@ -16,6 +16,8 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import SLURM_REASONS
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import held_by_its_owner, state_flags
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.playbook_output import json_callback_document
 
 # Slurm appends these to the reason of a node it reboots (scontrol reboot ... reason=).
@@ -43,11 +45,16 @@ def roll_adoption(nodes, prefix, run_id, adopt_other_runs=False):
     starts with the prefix) are adopted only with adopt_other_runs (rolling_adopt_drains_of_other_runs); without
     it they are listed in other_runs and left alone, like every drain that is not a roll's (foreign). The plan keeps
     each adopted reason with its [user@time] tag, so that the drain phase can tell a reason set again since.
+    A node that is not drained but DOWN or FAIL with a reason its owner set (an administrator's RMA: module_utils/
+    slurm.py held_by_its_owner, the rule validation follows) is foreign too: the roll neither touches nor waits for it.
     """
     mine = run_reason_re(prefix, run_id)
     result = {"adopt": {}, "other_runs": [], "foreign": []}
     for node in nodes or []:
         if not node.get("drain"):
+            state = node.get("state")
+            if state and held_by_its_owner(state_flags(state), node.get("reason"), [prefix], SLURM_REASONS):
+                result["foreign"].append(node["name"])
             continue
         reason = node.get("reason") or ""
         if mine.match(reason) or (adopt_other_runs is True and prefix and reason.startswith(prefix)):

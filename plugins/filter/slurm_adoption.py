@@ -43,6 +43,11 @@ def slurm_db_user_plan(user_exists, password_file_exists=False, password_matches
                                        user=user, password_file=password_file)
 
 
+def slurm_node_description_problems(nodes, live_nodes_text=None, live_conf=None):
+    """Why slurm.conf may not change the description of a node the running slurmctld knows ([] when it may)."""
+    return slurm_adoption.node_description_problems(nodes, live_nodes_text, live_conf=live_conf)
+
+
 class FilterModule(object):
     """Slurm controller adoption filters."""
 
@@ -53,4 +58,5 @@ class FilterModule(object):
             "slurm_db_user_plan": slurm_db_user_plan,
             "slurm_state_dirs": slurm_state_dirs,
             "slurm_dbd_conf_problems": slurm_dbd_conf_problems,
+            "slurm_node_description_problems": slurm_node_description_problems,
         }

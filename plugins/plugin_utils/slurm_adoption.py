@@ -11,7 +11,9 @@ one function here, called by the role through the filters of plugins/filter/slur
   only on request and only when every host that shares the key is in the run;
 * :func:`state_problems` - the live ClusterName and StateSaveLocation against the ones the role would write
   (slurmctld refuses to start when ClusterName differs from ``<StateSaveLocation>/clustername``);
-* :func:`db_user_plan` - an accounting database user that exists is never re-passworded or taken over.
+* :func:`db_user_plan` - an accounting database user that exists is never re-passworded or taken over;
+* :func:`node_description_problems` - a node's description changes neither under its running jobs nor while its
+  slurmd still reads a slurm.conf of its own.
 
 Every answer says why, so the run's output tells the operator what was kept and what to do.
 """
@@ -19,6 +21,8 @@ Every answer says why, so the run's output tells the operator what was kept and 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import gres_count, parse_scontrol_nodes
 
 MUNGE_KEY = "/etc/munge/munge.key"
 ROTATE_SWITCH = "slurm_controller_munge_key_rotate"
@@ -199,3 +203,78 @@ def db_user_plan(user_exists, password_file_exists, password_matches=None, user=
             "reason": ("The accounting database user %s already exists and %s. It is not re-passworded or taken over: "
                        "whatever uses it (a running slurmdbd) would lose the database. To adopt it, write its current "
                        "password (one line, root-only, mode 0600) to %s and run again. Nothing was changed." % (user, why, where))}
+
+
+# What slurmd reports of a node at registration, from the role's description and from `scontrol show node`. A
+# description that asks more than the node's slurmd reports makes slurmctld mark the node INVAL and drain it with its
+# own reason (over an administrator's); a changed socket/core layout aborts and requeues every job on the node
+# (slurmctld's valid_job_resources).
+_LAYOUT = (("cpus", "CPUTot", "CPUs"), ("sockets", "Sockets", "Sockets"),
+           ("cores_per_socket", "CoresPerSocket", "CoresPerSocket"), ("threads_per_core", "ThreadsPerCore", "ThreadsPerCore"))
+_BUSY_STATES = ("ALLOCATED", "MIXED", "COMPLETING")
+
+
+def _int(value):
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+
+
+def node_description_problems(nodes, live_nodes_text, live_conf=None):
+    """Why slurm.conf may not change the description of a node the running slurmctld knows ([] when it may).
+
+    ``nodes``: {node: description} the role writes (plugins/plugin_utils/slurm_nodes.py: cpus, sockets,
+    cores_per_socket, threads_per_core, gpu_type, gpu_count). ``live_nodes_text``: ``scontrol show node -o`` of the
+    running slurmctld (None or empty: none runs, nothing to harm). ``live_conf``: the live slurm.conf's text.
+
+    Two rules, each checked before slurm.conf changes:
+
+    * a node that runs or completes a job keeps its CPU layout (CPUs, Sockets, CoresPerSocket, ThreadsPerCore):
+      slurmctld aborts and requeues the jobs of a node whose layout changes;
+    * where the slurmds read their own slurm.conf (the live one has no ``enable_configless`` in SlurmctldParameters:
+      a cluster set up without this collection), no node's CPU layout or GPU count may change: until
+      clusterforge.gpu.slurm_compute moves each slurmd to the controller's configuration, it registers with its old
+      description, and slurmctld marks the node INVAL and drains it with its own reason, over an administrator's.
+
+    Each problem names the node, each value that would change and what to do.
+    """
+    live = {n.get("NodeName"): n for n in parse_scontrol_nodes(live_nodes_text or "") if n.get("NodeName")}
+    params = parse_slurm_conf(live_conf).get("slurmctldparameters", "")
+    local_files = live_conf is not None and "enable_configless" not in [p.strip() for p in params.split(",")]
+    problems = []
+    for node in sorted(nodes or {}):
+        info, wanted = live.get(node), nodes[node]
+        if info is None:
+            continue
+        layout = []
+        for ours, theirs, label in _LAYOUT:
+            old, new = _int(info.get(theirs)), _int(wanted.get(ours))
+            if new is not None and old != new:
+                layout.append("%s %s -> %s" % (label, info.get(theirs, "(none)"), new))
+        try:
+            old_gpus = gres_count(info.get("Gres", "") if info.get("Gres") not in (None, "(null)") else "")
+        except ValueError:
+            old_gpus = None
+        new_gpus = _int(wanted.get("gpu_count")) or 0
+        gres = [] if old_gpus == new_gpus else ["GPUs (Gres) %s -> %d" % (info.get("Gres", "(null)"), new_gpus)]
+        state = info.get("State", "")
+        busy = [s for s in _BUSY_STATES if s in state.upper().split("+")]
+        line = ("NodeName=%s CPUs=%s Sockets=%s CoresPerSocket=%s ThreadsPerCore=%s%s"
+                % (node, wanted.get("cpus"), wanted.get("sockets"), wanted.get("cores_per_socket"),
+                   wanted.get("threads_per_core"),
+                   " Gres=gpu:%s:%d" % (wanted.get("gpu_type"), new_gpus) if new_gpus else ""))
+        if layout and busy:
+            problems.append(
+                "%s runs jobs (state %s) and slurm.conf would change its CPU layout (%s): slurmctld aborts and "
+                "requeues the jobs of a node whose layout changes. Drain %s and run again once its jobs ended "
+                "(playbooks/rolling_reconfigure.yml does this node by node)." % (node, state, ", ".join(layout), node))
+        elif local_files and (layout or gres):
+            problems.append(
+                "%s: slurm.conf would change its description (%s) while its slurmd reads its own slurm.conf (the "
+                "live one has no enable_configless in SlurmctldParameters): slurmctld would mark the node INVAL and "
+                "drain it with its own reason, over any administrator's, before this collection moves the slurmd to "
+                "the controller's configuration. Describe the node in the live slurm.conf as this collection will "
+                "(%s; with the matching gres.conf on the node), run scontrol reconfigure and run again."
+                % (node, ", ".join(layout + gres), line))
+    return problems

@@ -101,3 +101,19 @@ def test_filter_docs_exist():
             doc = yaml.safe_load(handle)
         assert doc["DOCUMENTATION"]["name"] == name
         assert doc["DOCUMENTATION"]["version_added"] == "1.0.0"
+
+
+@pytest.mark.parametrize("state, reason, foreign", [
+    ("DOWN", "RMA 4711 (PSU fan)", True),  # an administrator's DOWN (the brownfield lab test's gpu02)
+    ("DOWN+NOT_RESPONDING", "RMA 4711", True),
+    ("FAIL", "replace HCA", True),
+    ("DOWN", "Not responding", False),  # Slurm's own fault: the roll's gate judges the node
+    ("DOWN", "Node unexpectedly rebooted", False),
+    ("DOWN", None, False),
+    ("IDLE", None, False),
+    ("MIXED", None, False),
+])
+def test_a_node_down_by_its_owner_is_foreign_though_not_drained(state, reason, foreign):
+    entry = dict(node("gpu02", reason, drain=False), state=state)
+    result = FILTERS["roll_adoption"]([entry], PREFIX, RUN)
+    assert result == {"adopt": {}, "other_runs": [], "foreign": ["gpu02"] if foreign else []}

@@ -180,3 +180,68 @@ def test_another_database_or_user_stops_the_run_without_the_password():
     assert "StorageLoc=acct_prod" in problems[0] and "slurm_controller_db_name: acct_prod" in problems[0]
     assert "StorageUser=slurmdbd" in problems[1] and "slurm_controller_db_user: slurmdbd" in problems[1]
     assert not any("s3cret" in p for p in problems)
+
+
+# --- node descriptions: `scontrol show node -o` lines as Slurm 24.11 prints them (the lab's gpu01, recorded after
+# site.yml adopted a cluster whose administrator had left CPUs and Gres out of the node line; the earlier line is
+# the same node as slurmctld described it then, running one job) ---------------------------------------------------
+NODE_AFTER = (
+    "NodeName=gpu01 Arch=x86_64 CoresPerSocket=2  CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=0.45 "
+    "AvailableFeatures=h100,ethernet,air ActiveFeatures=h100,ethernet,air Gres=gpu:h100:8 NodeAddr=gpu01 "
+    "NodeHostName=gpu01 Version=24.11.5 OS=Linux 6.18.44-fc-v657 #1 SMP PREEMPT_DYNAMIC @0  RealMemory=23081 "
+    "AllocMem=0 FreeMem=21962 Sockets=1 Boards=1 State=IDLE ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A "
+    "MCS_label=N/A Partitions=gpu,debug  BootTime=2026-11-30T02:44:58 SlurmdStartTime=2026-11-30T02:44:59 "
+    "LastBusyTime=2026-11-30T02:44:50 ResumeAfterTime=None CfgTRES=cpu=2,mem=23081M,billing=2,gres/gpu=8 AllocTRES= "
+    "CurrentWatts=0 AveWatts=0\n")
+NODE_BEFORE_BUSY = (
+    "NodeName=gpu01 Arch=x86_64 CoresPerSocket=1  CPUAlloc=1 CPUEfctv=1 CPUTot=1 CPULoad=0.30 AvailableFeatures=(null) "
+    "ActiveFeatures=(null) Gres=(null) NodeAddr=10.77.0.21 NodeHostName=gpu01 Version=24.11.5 OS=Linux "
+    "6.18.44-fc-v657 #1 SMP PREEMPT_DYNAMIC @0  RealMemory=1 AllocMem=0 FreeMem=21990 Sockets=1 Boards=1 "
+    "State=ALLOCATED ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=gpu  "
+    "BootTime=2026-11-30T02:39:30 SlurmdStartTime=2026-11-30T02:43:05 LastBusyTime=2026-11-30T02:43:29 "
+    "ResumeAfterTime=None CfgTRES=cpu=1,mem=1M,billing=1 AllocTRES=cpu=1 CurrentWatts=0 AveWatts=0\n")
+DESCRIPTION = {"gpu01": {"cpus": 2, "sockets": 1, "cores_per_socket": 2, "threads_per_core": 1, "gpu_type": "h100",
+                         "gpu_count": 8, "memtotal_mb": 24105}}
+CONFIGLESS = "ClusterName=cflab\nSlurmctldParameters=enable_configless,idle_on_node_suspend\n"
+HAND_WRITTEN = "ClusterName=cflab\nSlurmctldHost=head01(10.77.0.10)\nNodeName=gpu01 NodeAddr=10.77.0.21 State=UNKNOWN\n"
+
+
+def test_node_description_no_slurmctld_or_new_node_is_no_problem():
+    check = F["slurm_node_description_problems"]
+    assert check(DESCRIPTION, None, live_conf=None) == []
+    assert check(DESCRIPTION, "", live_conf=HAND_WRITTEN) == []
+    assert check({"gpu09": DESCRIPTION["gpu01"]}, NODE_BEFORE_BUSY, live_conf=HAND_WRITTEN) == []
+
+
+def test_node_description_unchanged_is_no_problem_even_with_local_files_and_jobs():
+    busy_same = NODE_AFTER.replace("State=IDLE", "State=MIXED")
+    assert F["slurm_node_description_problems"](DESCRIPTION, busy_same, live_conf=HAND_WRITTEN) == []
+
+
+def test_a_busy_nodes_layout_never_changes_under_its_jobs():
+    problems = F["slurm_node_description_problems"](DESCRIPTION, NODE_BEFORE_BUSY, live_conf=CONFIGLESS)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("gpu01 runs jobs (state ALLOCATED)"), problems
+    assert "CPUs 1 -> 2" in problems[0] and "CoresPerSocket 1 -> 2" in problems[0], problems
+    assert "aborts and requeues" in problems[0] and "Drain gpu01" in problems[0], problems
+    # The GPU count alone may change under jobs on a configless cluster (slurmd reads the new gres.conf).
+    gres_only = NODE_AFTER.replace("Gres=gpu:h100:8", "Gres=gpu:h100:4").replace("State=IDLE", "State=MIXED+DRAIN")
+    assert F["slurm_node_description_problems"](DESCRIPTION, gres_only, live_conf=CONFIGLESS) == []
+    # COMPLETING counts: the job's processes are still on the node.
+    completing = NODE_BEFORE_BUSY.replace("State=ALLOCATED", "State=IDLE+COMPLETING")
+    assert len(F["slurm_node_description_problems"](DESCRIPTION, completing, live_conf=CONFIGLESS)) == 1
+
+
+def test_an_idle_nodes_description_may_change_on_a_configless_cluster_only():
+    idle = NODE_BEFORE_BUSY.replace("State=ALLOCATED", "State=IDLE")
+    assert F["slurm_node_description_problems"](DESCRIPTION, idle, live_conf=CONFIGLESS) == []
+    problems = F["slurm_node_description_problems"](DESCRIPTION, idle, live_conf=HAND_WRITTEN)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("gpu01: slurm.conf would change its description (CPUs 1 -> 2, CoresPerSocket 1 -> 2, "
+                                  "GPUs (Gres) (null) -> 8)"), problems
+    assert "INVAL" in problems[0] and "no enable_configless" in problems[0], problems
+    assert "NodeName=gpu01 CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1 Gres=gpu:h100:8" in problems[0], problems
+    # A GPU count alone is a change too where the slurmd reads its own gres.conf.
+    gres_only = NODE_AFTER.replace("Gres=gpu:h100:8", "Gres=gpu:h100:4")
+    problems = F["slurm_node_description_problems"](DESCRIPTION, gres_only, live_conf=HAND_WRITTEN)
+    assert len(problems) == 1 and "GPUs (Gres) gpu:h100:4 -> 8" in problems[0], problems
