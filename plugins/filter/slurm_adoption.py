@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import reconfigure_refusal
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils import slurm_adoption
 
 
@@ -48,6 +49,11 @@ def slurm_node_description_problems(nodes, live_nodes_text=None, live_conf=None)
     return slurm_adoption.node_description_problems(nodes, live_nodes_text, live_conf=live_conf)
 
 
+def slurm_reconfigure_refusal(log_text, limit=8):
+    """Why slurmctld refused the last `scontrol reconfigure`: its log's fatal and error lines after the request."""
+    return reconfigure_refusal(log_text, limit=int(limit))
+
+
 class FilterModule(object):
     """Slurm controller adoption filters."""
 
@@ -59,4 +65,5 @@ class FilterModule(object):
             "slurm_state_dirs": slurm_state_dirs,
             "slurm_dbd_conf_problems": slurm_dbd_conf_problems,
             "slurm_node_description_problems": slurm_node_description_problems,
+            "slurm_reconfigure_refusal": slurm_reconfigure_refusal,
         }

@@ -376,3 +376,31 @@ def reason_action(action, info, reason, prefix, wanted=None, rewrite=False):
             return "act", None
         return "skip", "drained by someone else (reason does not start with %r); use force to resume" % prefix
     raise ValueError("unknown action %r" % (action,))
+
+
+# --- a refused `scontrol reconfigure` -----------------------------------------------------------------------------
+# slurmctld refuses a configuration it cannot use and keeps running with the one it had; scontrol then says only
+# "slurm_reconfigure error: Unspecified error". Its log says why, after the request.
+RECONFIGURE_MARKERS = ("Processing Reconfiguration Request", "Reconfigure signal (SIGHUP) received")
+_LOG_PROBLEM = re.compile(r"\b(?:error|fatal|FATAL)\b:?")
+
+
+def reconfigure_refusal(log_text, limit=8):
+    """The fatal and error lines slurmctld logged after the last reconfigure request in ``log_text`` (the tail of
+    its log), fatal ones first, at most ``limit`` of them, without their timestamps; [] when none (or no request is
+    in the text). A running slurmctld logs harmless errors too (an unusable MailProg): the fatal line that refused
+    the configuration comes first."""
+    lines = (log_text or "").splitlines()
+    start = None
+    for index, line in enumerate(lines):
+        if any(marker in line for marker in RECONFIGURE_MARKERS):
+            start = index
+    if start is None:
+        return []
+    found = []
+    for line in lines[start + 1:]:
+        text = re.sub(r"^\[[^\]]*\]\s*", "", line).strip()
+        if _LOG_PROBLEM.search(text) and text not in found:
+            found.append(text)
+    found.sort(key=lambda text: 0 if "fatal" in text.lower() else 1)
+    return found[:limit]

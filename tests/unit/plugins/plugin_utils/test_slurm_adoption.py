@@ -245,3 +245,29 @@ def test_an_idle_nodes_description_may_change_on_a_configless_cluster_only():
     gres_only = NODE_AFTER.replace("Gres=gpu:h100:8", "Gres=gpu:h100:4")
     problems = F["slurm_node_description_problems"](DESCRIPTION, gres_only, live_conf=HAND_WRITTEN)
     assert len(problems) == 1 and "GPUs (Gres) gpu:h100:4 -> 8" in problems[0], problems
+
+
+# --- a refused reconfigure: slurmctld's log, Slurm 24.11's lines as the lab's slurmctld wrote them (the parse error
+# and the fatal line as its sacctmgr and scontrol printed them for an unknown key, in the log's layout) ------------
+RECONFIGURE_LOG = """[2026-11-30T02:44:49.758] accounting_storage/slurmdbd: Registering slurmctld at port 6817 with slurmdbd
+[2026-11-30T02:44:40.100] error: Configured MailProg is invalid
+[2026-11-30T02:44:50.741] Processing Reconfiguration Request
+[2026-11-30T02:44:50.741] Reconfigure signal (SIGHUP) received
+[2026-11-30T02:44:50.742] Saving all slurm state
+[2026-11-30T02:44:50.749] Attempting to reconfigure
+[2026-11-30T02:44:50.763] error: Configured MailProg is invalid
+[2026-11-30T02:44:50.763] error: _parse_next_key: Parsing error at unrecognized key: CfBogusKey
+[2026-11-30T02:44:50.763] fatal: Unable to process configuration file
+[2026-11-30T02:44:50.770] error: Configured MailProg is invalid
+"""
+
+
+def test_a_refused_reconfigure_is_explained_by_the_lines_after_the_last_request_fatal_first():
+    lines = F["slurm_reconfigure_refusal"](RECONFIGURE_LOG)
+    assert lines == ["fatal: Unable to process configuration file", "error: Configured MailProg is invalid",
+                     "error: _parse_next_key: Parsing error at unrecognized key: CfBogusKey"], lines
+    assert F["slurm_reconfigure_refusal"](RECONFIGURE_LOG, limit=1) == ["fatal: Unable to process configuration file"]
+    # No request in the tail, or nothing wrong after it: nothing to say.
+    assert F["slurm_reconfigure_refusal"]("[2026-11-30T02:44:40.100] error: Configured MailProg is invalid\n") == []
+    assert F["slurm_reconfigure_refusal"]("[t] Processing Reconfiguration Request\n[t] Running as primary controller\n") == []
+    assert F["slurm_reconfigure_refusal"](None) == []
