@@ -149,7 +149,8 @@ def state_flags(state):
     Accepts scontrol's ``IDLE+DRAIN``, ``MIXED+DRAIN``, ``DOWN+DRAIN+NOT_RESPONDING``, sinfo's long
     (``draining``) and compact (``drng``, ``drain*``, ``comp``) forms. Returns a dict: ``base`` (upper case),
     ``flags`` (list, upper case), ``drain`` (the DRAIN flag is set), ``drained`` (DRAIN and no jobs left),
-    ``draining`` (DRAIN and jobs still running or completing), ``completing``, ``not_responding``.
+    ``draining`` (DRAIN and jobs still running or completing), ``completing``, ``not_responding``, ``busy`` (jobs
+    running or completing: ALLOCATED, MIXED, COMPLETING, draining).
     Like Slurm's node_state_string, a DRAIN node counts as draining while ALLOCATED, MIXED or COMPLETING.
     """
     text = (state or "").strip()
@@ -190,6 +191,7 @@ def state_flags(state):
         "draining": drain and busy,
         "completing": completing,
         "not_responding": "NOT_RESPONDING" in flags,
+        "busy": busy,
     }
 
 

@@ -22,7 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import gres_count, parse_scontrol_nodes
+from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import gres_count, parse_scontrol_nodes, state_flags
 
 MUNGE_KEY = "/etc/munge/munge.key"
 ROTATE_SWITCH = "slurm_controller_munge_key_rotate"
@@ -211,7 +211,6 @@ def db_user_plan(user_exists, password_file_exists, password_matches=None, user=
 # (slurmctld's valid_job_resources).
 _LAYOUT = (("cpus", "CPUTot", "CPUs"), ("sockets", "Sockets", "Sockets"),
            ("cores_per_socket", "CoresPerSocket", "CoresPerSocket"), ("threads_per_core", "ThreadsPerCore", "ThreadsPerCore"))
-_BUSY_STATES = ("ALLOCATED", "MIXED", "COMPLETING")
 
 
 def _int(value):
@@ -259,7 +258,10 @@ def node_description_problems(nodes, live_nodes_text, live_conf=None):
         new_gpus = _int(wanted.get("gpu_count")) or 0
         gres = [] if old_gpus == new_gpus else ["GPUs (Gres) %s -> %d" % (info.get("Gres", "(null)"), new_gpus)]
         state = info.get("State", "")
-        busy = [s for s in _BUSY_STATES if s in state.upper().split("+")]
+        try:
+            busy = state_flags(state)["busy"]
+        except ValueError:
+            busy = True  # a state it cannot read: treated as running jobs, the safe side
         line = ("NodeName=%s CPUs=%s Sockets=%s CoresPerSocket=%s ThreadsPerCore=%s%s"
                 % (node, wanted.get("cpus"), wanted.get("sockets"), wanted.get("cores_per_socket"),
                    wanted.get("threads_per_core"),

@@ -125,6 +125,12 @@ def job_state(job):
     return out.strip() if rc == 0 else ""
 
 
+def power_limits(host):
+    rc, out = podman_exec(host, "nvidia-smi", "--query-gpu=power.limit", "--format=csv,noheader,nounits")
+    assert rc == 0, out
+    return sorted({float(v) for v in out.split()})
+
+
 def site_yml(tmp_path, *extra):
     return run([os.path.join(BIN, "ansible-playbook"), "-i", "inventories/lab", "-i", str(tmp_path / "adopt.yml"),
                 "site.yml", "-e", "validate_fetch_dir=%s" % tmp_path] + list(extra))
@@ -230,7 +236,9 @@ def test_site_yml_adopts_a_cluster_built_without_it(brownfield, tmp_path):
     # A second run changes nothing.
     rc, out = site_yml(tmp_path)
     assert rc == 0, out[-6000:]
-    assert {h: r["changed"] for h, r in recap(out).items()} == {h: 0 for h in recap(out)}, recap(out)
+    second = recap(out)
+    assert sorted(second) == ["gpu01", "gpu02", "head01", "stor01"], second
+    assert {h: r["changed"] for h, r in second.items()} == {h: 0 for h in second}, second
 
     # A health-check fault on gpu02 (an Xid in the emulated kernel log, one strike drains), run as slurmd runs it
     # with a copy of the node's configuration: the fault is seen, the RMA stays.
@@ -250,6 +258,8 @@ def test_site_yml_adopts_a_cluster_built_without_it(brownfield, tmp_path):
         podman_exec("gpu02", HC, "--clear", "xid")  # slurmd's own runs may have seen the Xid too
 
     # A rolling change of both nodes' power limit: gpu01 is rolled, the administrator's gpu02 is left alone.
+    gpu02_power = power_limits("gpu02")
+    assert gpu02_power != [float(POWER_BASE_W)], gpu02_power
     change = tmp_path / "change.yml"
     change.write_text("gpu_nodes:\n  hosts:\n" + "".join("    %s:\n      gpu_tuning_power_limit_watts: %d\n"
                                                          % (h, POWER_BASE_W) for h in ("gpu01", "gpu02")))
@@ -258,6 +268,10 @@ def test_site_yml_adopts_a_cluster_built_without_it(brownfield, tmp_path):
                    '{"rolling_roles": ["clusterforge.gpu.gpu_tuning"], "rolling_poll_interval_seconds": 2, '
                    '"rolling_max_unavailable_percent": 50}'])
     assert rc == 0, out[-6000:]
+    assert "nodes to roll: gpu01" in out and "nodes to roll: gpu01," not in out, out[-6000:]
+    assert "held by someone else, drained, DOWN or FAIL (left alone, never resumed): gpu02" in out, out[-6000:]
+    assert power_limits("gpu01") == [float(POWER_BASE_W)], power_limits("gpu01")
+    assert power_limits("gpu02") == gpu02_power, (power_limits("gpu02"), gpu02_power)
     assert node_state("gpu02") == ("down", RMA), node_state("gpu02")
     assert node_state("gpu01") == ("idle", "none"), node_state("gpu01")
     assert munge_keys() == brownfield["keys"]
