@@ -3,7 +3,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the rolling change.
 
-rolling_plan_result reads the plan's nested check-mode run (the work is plugin_utils/playbook_output.py).
+rolling_plan_result reads the plan's nested check-mode run, rolling_plan_summary what the plan needs of it (the
+recap, the failures, the reboot facts) and rolling_would_reboot which nodes would reboot and why (the work is
+plugin_utils/playbook_output.py).
 roll_adoption decides which earlier drains a roll takes over, and roll_adopt_refusal whether a node the plan
 adopted still carries the reason the plan saw. Documentation lives beside this file (rolling_*.yml).
 """
@@ -18,7 +20,11 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import SLURM_REASONS
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import held_by_its_owner, state_flags
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.playbook_output import json_callback_document
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.playbook_output import (
+    json_callback_document,
+    plan_summary,
+    would_reboot,
+)
 
 # Slurm appends these to the reason of a node it reboots (scontrol reboot ... reason=).
 _REBOOT_NOTES = r"(?: : reboot (?:issued|complete|timed out))*"
@@ -27,6 +33,19 @@ _REBOOT_NOTES = r"(?: : reboot (?:issued|complete|timed out))*"
 def rolling_plan_result(stdout):
     """The ansible.posix.json document of a nested run's stdout, or {}."""
     return json_callback_document(stdout)
+
+
+def rolling_plan_summary(doc):
+    """{recap, failures, reboot_facts} of the check-mode run's document (rolling_plan_result's)."""
+    if not isinstance(doc, dict):
+        raise AnsibleFilterError("rolling_plan_summary expects the document rolling_plan_result returns, got %s"
+                                 % type(doc).__name__)
+    return plan_summary(doc)
+
+
+def rolling_would_reboot(targets, reboot_facts, markers=None):
+    """{node: [why]} of the nodes to roll that would reboot (see rolling_would_reboot.yml)."""
+    return would_reboot(targets, reboot_facts, markers)
 
 
 def run_reason_re(prefix, run_id):
@@ -96,4 +115,5 @@ class FilterModule(object):
 
     def filters(self):
         return {"rolling_plan_result": rolling_plan_result, "roll_adoption": roll_adoption,
-                "roll_adopt_refusal": roll_adopt_refusal}
+                "roll_adopt_refusal": roll_adopt_refusal, "rolling_plan_summary": rolling_plan_summary,
+                "rolling_would_reboot": rolling_would_reboot}

@@ -16,6 +16,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import parse_scontrol_nodes
+from ansible_collections.clusterforge.gpu.plugins.filter import rolling as rolling_filters
 from ansible_collections.clusterforge.gpu.plugins.modules import slurm_node_info
 from role_files import load_yaml
 
@@ -240,8 +241,15 @@ def test_resume_resumes_only_this_runs_drain_and_leaves_a_resumed_node_alone():
 # ------------------------------------------------------------------------------------------------------ plan
 
 def test_the_plan_names_the_nodes_that_would_reboot_and_why():
+    """The filters the plan's tasks call (their wiring through ansible-playbook: the test after this one)."""
+    filters = rolling_filters.FilterModule().filters()
     read = _task("plan", "Plan | read the result of the check-mode run (ansible.posix.json callback)")
-    facts_expr = read["ansible.builtin.set_fact"]["__rolling_plan_reboot_facts"]
+    assert "clusterforge.gpu.rolling_plan_summary" in read["vars"]["__rolling_plan_summary"]
+
+    def read_facts(doc):
+        stdout = "PLAY RECAP (another callback's line)\n" + json.dumps(doc, indent=4)
+        return filters["rolling_plan_summary"](filters["rolling_plan_result"](stdout))["reboot_facts"]
+
     plan_json = {"plays": [{"tasks": [
         {"task": {"name": "Work out whether the running kernel lacks any of the parameters"},
          "hosts": {"gpu01": {"ansible_facts": {"common_os_reboot_required": False}},
@@ -249,18 +257,18 @@ def test_the_plan_names_the_nodes_that_would_reboot_and_why():
         {"task": {"name": "Note whether a reboot is needed"},
          "hosts": {"gpu01": {"ansible_facts": {"nvidia_driver_reboot_required": True, "other": 1}}}},
     ]}]}
-    facts = render(templar(__rolling_plan_json=plan_json), facts_expr)
+    facts = read_facts(plan_json)
     assert facts == {"gpu01": {"common_os_reboot_required": False, "nvidia_driver_reboot_required": True},
                      "gpu03": {"common_os_reboot_required": True}}
 
     would = _task("plan", "Plan | the nodes that would reboot, and why")["ansible.builtin.set_fact"]
+    assert "clusterforge.gpu.rolling_would_reboot" in would["__rolling_would_reboot"]
     markers = {"results": [{"item": "gpu01", "stat": {"exists": False}},
                            {"item": "gpu02", "stat": {"exists": True}},
                            {"item": "gpu04", "stat": {"exists": False}}]}
     targets = ["gpu01", "gpu02", "gpu04"]
     # rolling_plan false: no check-mode run, the marker read from the controller, node by node
-    tmpl = templar(__rolling_plan_markers=markers, __rolling_plan_reboot_facts=facts, __rolling_targets=targets)
-    would_reboot = render(tmpl, would["__rolling_would_reboot"])
+    would_reboot = filters["rolling_would_reboot"](targets, facts, markers)
     assert would_reboot == {"gpu01": ["nvidia_driver_reboot_required"], "gpu02": ["/run/reboot-required"]}
     # with a plan: each node reported its marker in its own check-mode run (rolling_apply.yml), read with the other
     # reboot facts; the controller's loop was skipped
@@ -269,11 +277,11 @@ def test_the_plan_names_the_nodes_that_would_reboot_and_why():
          "hosts": {"gpu01": {"ansible_facts": {"__rolling_apply_reboot_marker": False}},
                    "gpu02": {"ansible_facts": {"__rolling_apply_reboot_marker": True}},
                    "gpu04": {"ansible_facts": {"__rolling_apply_reboot_marker": False}}}})
-    facts = render(templar(__rolling_plan_json=plan_json), facts_expr)
+    facts = read_facts(plan_json)
     assert facts["gpu02"] == {"__rolling_apply_reboot_marker": True}
     skipped = {"results": [{"item": n, "skipped": True} for n in targets], "skipped": True}
-    tmpl = templar(__rolling_plan_markers=skipped, __rolling_plan_reboot_facts=facts, __rolling_targets=targets)
-    assert render(tmpl, would["__rolling_would_reboot"]) == would_reboot
+    assert filters["rolling_would_reboot"](targets, facts, skipped) == would_reboot
+    assert filters["rolling_would_reboot"](targets, facts) == would_reboot   # the marker loop not registered at all
     marker = _task("plan", "Plan | look for the package manager's reboot marker on the nodes to roll (without a "
                            "check-mode run)")
     assert marker["when"] == "not rolling_plan | bool"
@@ -358,6 +366,7 @@ def test_the_plan_reads_its_check_mode_run_beside_the_operators_callbacks(tmp_pa
     if callbacks:
         assert not proc.stdout.lstrip().startswith("{") or not proc.stdout.rstrip().endswith("}"), proc.stdout
     read = _task("plan", "Plan | read the result of the check-mode run (ansible.posix.json callback)")
+    would = _task("plan", "Plan | the nodes that would reboot, and why")
     cut = proc.stdout[:len(proc.stdout) // 2]
     stdouts = {"real": proc.stdout, "empty": "", "error": "ERROR! the playbook could not be read", "cut": cut}
     (tmp_path / "stdouts.json").write_text(json.dumps(stdouts))
@@ -366,12 +375,15 @@ def test_the_plan_reads_its_check_mode_run_beside_the_operators_callbacks(tmp_pa
         "name": "Read", "hosts": "localhost", "gather_facts": False,
         "vars": {"stdouts": "{{ lookup('ansible.builtin.file', 'stdouts.json') | from_json }}"},
         "tasks": [{"name": "Each stdout", "ansible.builtin.copy": {
-            "content": "{{ {'recap': recap, 'facts': facts} | to_json }}", "dest": str(tmp_path / "{{ item }}.json"),
+            "content": "{{ {'recap': recap, 'facts': facts, 'would': would} | to_json }}",
+            "dest": str(tmp_path / "{{ item }}.json"),
             "mode": "0644"},
             "loop": list(stdouts),
             "vars": dict(read["vars"], __rolling_plan_run={"stdout": "{{ stdouts[item] }}"},
                          recap=read["ansible.builtin.set_fact"]["__rolling_recap"],
-                         facts=read["ansible.builtin.set_fact"]["__rolling_plan_reboot_facts"])}]}]))
+                         facts=read["ansible.builtin.set_fact"]["__rolling_plan_reboot_facts"],
+                         __rolling_plan_reboot_facts="{{ facts }}", __rolling_targets=["localhost"],
+                         would=would["ansible.builtin.set_fact"]["__rolling_would_reboot"])}]}]))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
     env.pop("ANSIBLE_CONFIG", None)
@@ -381,9 +393,10 @@ def test_the_plan_reads_its_check_mode_run_beside_the_operators_callbacks(tmp_pa
     got = dict((k, json.loads((tmp_path / ("%s.json" % k)).read_text())) for k in stdouts)
     assert got["real"]["recap"] == {"localhost": {"changed": 0, "unreachable": 0, "failed": 0}}
     assert got["real"]["facts"] == {"localhost": {"nvidia_driver_reboot_required": True}}
+    assert got["real"]["would"] == {"localhost": ["nvidia_driver_reboot_required"]}
     # a run that stopped before its callback wrote the document: no result, and the assert below names the nodes
     for key in ("empty", "error", "cut"):
-        assert got[key] == {"recap": {}, "facts": {}}, key
+        assert got[key] == {"recap": {}, "facts": {}, "would": {}}, key
 
 
 # ------------------------------------------------------------------------------------ the node's own health check

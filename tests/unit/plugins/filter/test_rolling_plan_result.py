@@ -6,7 +6,10 @@
 import json
 import os
 
+import pytest
 import yaml
+
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.clusterforge.gpu.plugins.filter import rolling
 
@@ -38,3 +41,34 @@ def test_docs_beside_the_filter():
         doc = yaml.safe_load(f)
     assert doc["DOCUMENTATION"]["name"] == "rolling_plan_result"
     assert "clusterforge.gpu.rolling_plan_result" in doc["EXAMPLES"]
+
+
+def test_the_plan_summary_reads_recap_failures_and_reboot_facts():
+    summary = FILTERS["rolling_plan_summary"]
+    doc = {"plays": [{"tasks": [
+        {"task": {"name": "Apply the power limit"},
+         "hosts": {"gpu01": {"failed": True, "msg": "x" * 400}, "gpu02": {"changed": True},
+                   "gpu03": {"unreachable": True, "msg": "ssh: connect to host gpu03 port 22: No route to host"}}},
+        {"task": {"name": "Note whether a reboot is needed"},
+         "hosts": {"gpu02": {"ansible_facts": {"nvidia_driver_reboot_required": "yes", "unrelated": 1}}}},
+        {"task": {}, "hosts": {"gpu02": {"ansible_facts": {
+            "nvidia_driver_reboot_required": False, "bios_reboot_required": "no"}}}}]}],
+        "stats": {"gpu01": {"failures": 1, "ok": 3}, "gpu02": {"changed": "2"}, "gpu03": {"unreachable": 1}}}
+    got = summary(doc)
+    assert got["recap"] == {"gpu01": {"changed": 0, "unreachable": 0, "failed": 1},
+                            "gpu02": {"changed": 2, "unreachable": 0, "failed": 0},
+                            "gpu03": {"changed": 0, "unreachable": 1, "failed": 0}}
+    assert got["failures"] == ["gpu01: Apply the power limit: " + "x" * 300,
+                               "gpu03: Apply the power limit: ssh: connect to host gpu03 port 22: No route to host"]
+    # the last value reported, read as Jinja's bool reads it ("no" is false)
+    assert got["reboot_facts"] == {"gpu02": {"nvidia_driver_reboot_required": False, "bios_reboot_required": False}}
+    assert summary({}) == {"recap": {}, "failures": [], "reboot_facts": {}}
+    with pytest.raises(AnsibleFilterError, match="expects the document"):
+        summary("not a document")
+
+
+@pytest.mark.parametrize("name", ["rolling_plan_summary", "rolling_would_reboot"])
+def test_the_new_filters_are_documented_beside_the_file(name):
+    with open(os.path.join(os.path.dirname(rolling.__file__), name + ".yml")) as f:
+        doc = yaml.safe_load(f)
+    assert doc["DOCUMENTATION"]["name"] == name and "clusterforge.gpu.%s" % name in doc["EXAMPLES"]
