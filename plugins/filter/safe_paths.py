@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter over plugins/plugin_utils/safe_paths.py; documentation in root_dir_problem.yml beside this file."""
+"""Filter over plugins/module_utils/safe_paths.py; documentation in root_dir_problem.yml beside this file."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils import safe_paths
+from ansible_collections.clusterforge.gpu.plugins.module_utils import safe_paths
 
 
 def root_dir_problem(stat, path):

@@ -10,6 +10,7 @@
   measured is a ``skip`` that says why, never a ``pass``.
 - ``validation_html``: that report as one self-contained HTML page (no external CSS, JS or fonts: clusters are
   often air-gapped).
+- ``storage_aggregate``: each node's storage_probe measurement -> the bandwidth of every node at once.
 - ``validation_node_verdicts``: that report -> each node's verdict for the deep checks on drained nodes (pass only
   when every required check ran and passed), and what to do with the node (resume, relabel, drain, keep).
 - ``validation_loopback_plan`` / ``validation_loopback_results``: the deep checks' ib_write_bw loopback on each HCA
@@ -73,6 +74,11 @@ def validation_judge(measured, thresholds=None):
     return _call(_judge.validation_judge, measured, thresholds)
 
 
+def storage_aggregate(results, path=None):
+    """Every node's storage_probe measurement -> the bandwidth of all of them at once; see storage_aggregate.yml."""
+    return _call(_judge.storage_aggregate, results, path)
+
+
 def validation_held_nodes(nodes, own_prefixes):
     """{node: state and reason} of the nodes their owner holds out of service; see validation_held_nodes.yml."""
     return _call(_judge.held_nodes, nodes, own_prefixes)
@@ -115,6 +121,7 @@ class FilterModule(object):
             "validation_judge": validation_judge,
             "validation_html": validation_html,
             "validation_held_nodes": validation_held_nodes,
+            "storage_aggregate": storage_aggregate,
             "validation_node_verdicts": validation_node_verdicts,
             "validation_loopback_plan": validation_loopback_plan,
             "validation_loopback_results": validation_loopback_results,

@@ -262,12 +262,16 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import C_LOCALE, find_tool, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.fabric_rounds import run_concurrently
 from ansible_collections.clusterforge.gpu.plugins.module_utils.nccl_bisect import isolate
+from ansible_collections.clusterforge.gpu.plugins.module_utils.nccl_tests import (
+    OVERRUN_SECONDS,
+    all_reduce_argv,
+    reaches,
+    run_result,
+    size_problem,
+    srun_argv,
+)
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common import ValidationError
-from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_parsers import nccl_tests_results
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import _thresholds
-
-# A run still going this long after its Slurm time limit is stopped.
-OVERRUN_SECONDS = 120
 
 
 # One threshold for every node set of two or more nodes. nccl-tests reports all_reduce's bus bandwidth as algbw x
@@ -288,21 +292,6 @@ def threshold_of(module, p):
         module.fail_json(msg="thresholds: %s" % e)
     # The judge's figure for the run across all nodes (validation_judge.py, _Judge.nccl).
     return round(limits["nccl_min_fraction"] * limits["nccl_multi_node_busbw_gbps"], 3)
-
-
-def measured(rc, stdout, cmd=None, timed_out=False, stderr=""):
-    """One run as the search sees it: {busbw_gbps, rc, ok, problems, cmd}."""
-    parsed = nccl_tests_results(stdout or "")
-    problems = [str(x) for x in parsed.get("problems") or []]
-    last = ((stderr or "").strip().splitlines() or [""])[-1][:300]
-    if timed_out:
-        problems.insert(0, "stopped: still running %d s after its time limit" % OVERRUN_SECONDS)
-    elif rc is None:
-        problems.insert(0, last or "could not start")
-    elif rc != 0:
-        problems.insert(0, "exit status %s%s" % (rc, ": %s" % last if last else ""))
-    return {"busbw_gbps": parsed.get("busbw_peak_gbps"), "rc": rc, "ok": bool(parsed.get("ok")),
-            "problems": problems, "cmd": cmd}
 
 
 def main():
@@ -343,25 +332,24 @@ def main():
                  "max_tournament"):
         if p[name] <= 0:
             module.fail_json(msg="%s must be a positive number, got %s" % (name, p[name]))
+    if size_problem(p["max_bytes"], "max_bytes"):
+        module.fail_json(msg=size_problem(p["max_bytes"], "max_bytes"))
     threshold = threshold_of(module, p)
     srun = find_tool(module, "srun", p["srun_path"], option="srun_path")
+    command = all_reduce_argv(p["all_reduce_perf"], p["gpus_per_node"], p["max_bytes"])
 
     def argv_of(node_set):
-        return ([srun, "-N", str(len(node_set)), "-w", ",".join(node_set), "--ntasks-per-node=1", "--exclusive",
-                 "--time=%d" % p["time_limit_minutes"], "--immediate=%d" % p["immediate_seconds"],
-                 "--export=ALL,NCCL_ALGO=Ring"] + list(p["srun_extra_args"])
-                + [p["all_reduce_perf"], "-b", "8", "-e", p["max_bytes"], "-f", "2", "-g", str(p["gpus_per_node"]),
-                   "-c", "1"])
+        return srun_argv(srun, node_set, p["time_limit_minutes"], p["immediate_seconds"], "Ring",
+                         p["srun_extra_args"], command)
 
     empty = dict(changed=False, threshold_gbps=threshold, runs=[], rounds=0, suspects=[], culprits=[], pairs=[],
                  unresolved=[], evidence={})
     first = None
     if p["all_nodes_stdout"] is not None:
-        first = measured(p["all_nodes_rc"], p["all_nodes_stdout"])
+        first = run_result(p["all_nodes_rc"], p["all_nodes_stdout"])
 
     def passes(result):
-        return (result["rc"] == 0 and result["ok"] and result["busbw_gbps"] is not None
-                and result["busbw_gbps"] >= threshold)
+        return reaches(result, threshold)
 
     if first is not None and passes(first):
         empty["runs"] = [{"round": 0, "nodes": nodes, "passed": True, "busbw_gbps": first["busbw_gbps"],
@@ -381,7 +369,7 @@ def main():
 
     def run_round(node_sets):
         runs = run_concurrently([argv_of(s) for s in node_sets], timeout, max_concurrent=p["max_concurrent"], env=env)
-        return [measured(r["rc"], r["stdout"], quote(r["argv"]), r["timed_out"], r["stderr"]) for r in runs]
+        return [run_result(r["rc"], r["stdout"], quote(r["argv"]), r["timed_out"], r["stderr"]) for r in runs]
 
     found = isolate(nodes, run_round, passes, first=first, max_failing_sets=p["max_failing_sets"],
                     max_tournament=p["max_tournament"])

@@ -674,6 +674,10 @@ class _Judge(object):
         threshold = round(fraction * nominal, 3)
         if isinstance(result, (str, bytes)):
             result = nccl_tests_results(result)
+        if _is_map(result) and result.get("error") and "rows" not in result:   # the run could not be made
+            self.add(check_id, subject, "fail", "%s: %s could not run: %s" % (subject, what, to_text(result["error"])),
+                     threshold=threshold, expected=nominal, unit="GB/s")
+            return
         if result is None and rc not in (None, 0):
             self.add(check_id, subject, "fail", "%s: %s failed with exit status %s and no output" % (subject, what, rc),
                      threshold=threshold, expected=nominal, unit="GB/s")
@@ -783,6 +787,10 @@ class _Judge(object):
         for kind in ("write", "read"):
             key = "storage_%s_gbytes_per_s_per_node" % kind
             threshold = self.t[key]
+            if _is_map(storage) and storage.get("error"):   # the test itself failed there (I/O error, time limit)
+                self.add("storage.%s" % kind, subject, "fail", "%s: %s" % (host, to_text(storage["error"])),
+                         threshold=threshold, expected=threshold, unit="GB/s")
+                continue
             result = storage.get(kind) if _is_map(storage) else None
             if _is_map(result) and "gbytes_per_s" not in result and "stderr" in result:
                 result = result.get("stderr") or ""  # the registered dd task itself
@@ -890,10 +898,58 @@ class _Judge(object):
         return estimates
 
 
+def _probe_time(result, key, index):
+    value = _number(result.get(key))
+    if value is None:
+        raise ValidationError("storage_aggregate: entry %d has no %s (a storage_probe measurement has started, written "
+                              "and read_done)" % (index, key))
+    return value
+
+
+def storage_aggregate(results, path=None):
+    """The bandwidth of every node writing (then reading) at once: ``{path, nodes, write_gbytes_per_s,
+    read_gbytes_per_s}`` from each node's storage_probe ``measured`` (null and failed entries are left out; none
+    left gives null). Write: every byte written / (last write's end - first write's start); read: every byte read /
+    (last read's end - first write's end)."""
+    if results is None:
+        return None
+    if not _is_list(results):
+        raise ValidationError("storage_aggregate: expects a list of storage_probe measurements, got %s"
+                              % type(results).__name__)
+    done = [r for r in results if _is_map(r) and not r.get("error")]
+    if not done:
+        return None
+    totals = {}
+    for kind in ("write", "read"):
+        total = 0
+        for index, result in enumerate(done):
+            nbytes = _number((result.get(kind) or {}).get("bytes")) if _is_map(result.get(kind)) else None
+            if nbytes is None:
+                raise ValidationError("storage_aggregate: entry %d has no %s.bytes" % (index, kind))
+            total += nbytes
+        totals[kind] = total
+    started = min(_probe_time(r, "started", i) for i, r in enumerate(done))
+    written = [_probe_time(r, "written", i) for i, r in enumerate(done)]
+    read_done = max(_probe_time(r, "read_done", i) for i, r in enumerate(done))
+    windows = {"write": max(written) - started, "read": read_done - min(written)}
+    rates = {}
+    for kind, seconds in windows.items():
+        if seconds <= 0:
+            raise ValidationError("storage_aggregate: the %s window is %s s (a clock went backwards, or a node's "
+                                  "clock is far from the others')" % (kind, seconds))
+        rates[kind] = totals[kind] / seconds / 1e9
+    return {"path": path, "nodes": len(done), "write_gbytes_per_s": rates["write"],
+            "read_gbytes_per_s": rates["read"]}
+
+
 def held_nodes(nodes, own_prefixes):
     """{node: "DOWN+DRAIN: 'RMA 1234'"} of the nodes of a slurm_node_info result (its ``nodes``) that their owner
     holds out of service (module_utils/slurm.py held_by_its_owner): validation runs no job on them and judges nothing
-    of them. ``own_prefixes``: the reason prefixes of this collection's own drains."""
+    of them. ``own_prefixes``: the reason prefixes of this collection's own drains.
+
+    The deep checks' drains (DEEP_REASON_PREFIX: a new node's burn-in, a failed deep check) are held too, whatever
+    ``own_prefixes`` says: such a node waits for playbooks/health_deep.yml, which resumes it when it passes, and a
+    validation job could not run on it (the smoke job would fail on a node the collection drained by design)."""
     if nodes is None:
         return {}
     if not _is_list(nodes):
@@ -906,9 +962,13 @@ def held_nodes(nodes, own_prefixes):
     for node in nodes:
         if not _is_map(node) or not node.get("name") or not node.get("state"):
             continue
-        text = held_by_its_owner(state_flags(node["state"]), node.get("reason"), own_prefixes, SLURM_REASONS)
+        reason = node.get("reason")
+        deep = (reason or "").startswith(DEEP_REASON_PREFIX)
+        text = held_by_its_owner(state_flags(node["state"]), reason,
+                                 [p for p in own_prefixes if not deep or p != DEEP_REASON_PREFIX], SLURM_REASONS)
         if text:
-            held[to_text(node["name"])] = text
+            held[to_text(node["name"])] = text + (" (the deep checks' drain: playbooks/health_deep.yml resumes it when "
+                                                  "it passes)" if deep else "")
     return held
 
 

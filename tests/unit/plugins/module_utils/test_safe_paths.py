@@ -6,7 +6,7 @@
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.filter.safe_paths import root_dir_problem
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils import safe_paths
+from ansible_collections.clusterforge.gpu.plugins.module_utils import safe_paths
 
 P = "/lustre/hgx01/checkpoints/validate"
 ROOT_700 = {"exists": True, "isdir": True, "islnk": False, "uid": 0, "pw_name": "root", "mode": "0700"}

@@ -39,6 +39,7 @@ BEHIND = {
     "validation_loopback_results": validation_deep.loopback_results,
     "validation_ib_line_rate": validation_deep.line_rate,
     "validation_held_nodes": validation_judge.held_nodes,
+    "storage_aggregate": validation_judge.storage_aggregate,
 }
 
 
@@ -180,7 +181,11 @@ OWN = ["cf-health:", "cf-roll:", "cf-deep:", "cf-mig:"]
     ("IDLE+FAIL", "flaky NVLink", "IDLE+FAIL: 'flaky NVLink'"),
     ("IDLE+DRAIN", "cf-health: GPU 3 temperature 95 C > 85 C", None),   # the collection's own drains
     ("IDLE+DRAIN", "cf-roll:20261129T232841Z FAILED dcgm-diag", None),
-    ("IDLE+DRAIN", "cf-deep: burn-in: new node, deep checks pending", None),
+    # the deep checks' drains are theirs: the node waits for health_deep.yml (a job could not run on it)
+    ("IDLE+DRAIN", "cf-deep: burn-in: new node, deep checks pending",
+     "IDLE+DRAIN: 'cf-deep: burn-in: new node, deep checks pending' (the deep checks' drain: "
+     "playbooks/health_deep.yml resumes it when it passes)"),
+    ("IDLE", "cf-deep: burn-in: an old reason on a node in service", None),
     ("IDLE+DRAIN", "cf-mig: MIG layout all-1g.10gb", None),
     ("DOWN*", "Not responding", None),                                   # faults Slurm found itself
     ("IDLE+DRAIN", "Kill task failed", None),
