@@ -346,9 +346,13 @@ def test_failed_health_gate_stops_the_roll_and_a_rerun_finishes(converged, tmp_p
     finally:
         podman_exec("gpu01", "dcgmi", "--emu-reset")
 
-    # A re-run adopts the stopped roll's drain only when it names that roll's run id.
-    rc, out = roll(tmp_path, POWER_BASE_W + 100, "-e", "rolling_run_id=%s" % run_id)
+    # A re-run adopts the stopped roll's drain only when it names that roll's run id. Its gate also runs the NCCL
+    # test (clusterforge.gpu.nccl_tests against the emulator's 370 GB/s, above the default 333) on each node.
+    rc, out = roll(tmp_path, POWER_BASE_W + 100, "-e", "rolling_run_id=%s" % run_id, "-e", '{"rolling_health_nccl_test": true}')
     assert rc == 0, out
+    nccl_gate = re.findall(r"TASK \[clusterforge\.gpu\.rolling : Run all_reduce_perf across the node's GPUs; it reaches "
+                           r"the NCCL bus bandwidth threshold\] \*+\n(ok: \[gpu0[12]\])", out)
+    assert sorted(nccl_gate) == ["ok: [gpu01]", "ok: [gpu02]"], out[-3000:]
     assert "left drained by an earlier roll (adopted): gpu01" in out
     recap_text = out.rsplit("CLUSTERFORGE RECAP", 1)[-1]
     assert "nodes this run drained and left drained: none" in recap_text and "gpu01" in recap_text, recap_text
@@ -532,7 +536,9 @@ def systemd_started(host, unit):
 def test_a_node_joins_through_scontrol_reconfigure_while_a_job_runs(converged):
     """Slurm 24.11: a new node is a configuration change plus `scontrol reconfigure`. The administrator adds gpu03 to
     the inventory and runs site.yml limited to the new node and the controller (README); no daemon is restarted by
-    systemd anywhere else and the job running on gpu01 completes. Then the node is removed again the same way."""
+    systemd anywhere else and the job running on gpu01 completes. gpu03 has slurm_compute_burn_in: it registers
+    drained with the burn-in reason (drained before its slurmd first started) and takes no job until it is resumed
+    (by the deep checks, here by hand). Then the node is removed again the same way."""
     states = settled_node_states()
     assert set(states) == {"gpu01", "gpu02"}, states
     rc, job = slurm("sbatch", "--parsable", "--job-name=cf-e2e-add-node", "--nodelist=gpu01", "--gres=gpu:1",
@@ -556,6 +562,13 @@ def test_a_node_joins_through_scontrol_reconfigure_while_a_job_runs(converged):
         assert "RUNNING HANDLER [clusterforge.gpu.slurm_controller : Reconfigure Slurm" in out, "no scontrol reconfigure"
         after = {(h, u): systemd_started(h, u) for h, u in before}
         assert after == before, "systemd restarted a Slurm daemon: %s -> %s" % (before, after)
+        assert re.search(r"TASK \[clusterforge\.gpu\.slurm_compute : Burn-in \| drain the node with the burn-in reason "
+                         r"\(on the controller\)\] \*+\nchanged: \[gpu03 -> head01\]", out), out[-4000:]
+        burn_in = "cf-deep: burn-in: new node, deep checks pending"
+        states = settled_node_states({"gpu03": ("drain", burn_in)}, 120)
+        assert states.get("gpu03") == ("drain", burn_in), states
+        rc, out = slurm("scontrol", "update", "NodeName=gpu03", "State=RESUME")
+        assert rc == 0, out
         states = settled_node_states({"gpu03": ("idle", "none")}, 120)
         assert states.get("gpu03", ("",))[0] in ("idle", "mix"), states
         rc, out = slurm("srun", "-N3", "--gres=gpu:1", "--time=1", "hostname")

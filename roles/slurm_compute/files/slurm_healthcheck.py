@@ -142,7 +142,7 @@ except ImportError:  # pragma: no cover - every Linux Python has it
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=import-error,wrong-import-position
 from clusterforge_slurm import parse_scontrol_nodes, reason_action, split_reason, state_flags  # noqa: E402
-from clusterforge_infiniband import read_sysfs_ports  # noqa: E402
+from clusterforge_infiniband import read_sysfs_ports, read_sysfs_text  # noqa: E402
 from clusterforge_infiniband import parse_ibstat as parse_ibstat_ports  # noqa: E402
 from clusterforge_nvidia_smi import parse_nvlink_errors, parse_nvlink_status, parse_query_csv  # noqa: E402
 from clusterforge_healthcheck import CHECKS, DCGM_HEALTH_CODES, DEFAULT_STRIKES  # noqa: E402
@@ -417,14 +417,6 @@ def tristate(value):
     return None
 
 
-def read_text(path):
-    try:
-        with open(path) as handle:
-            return handle.read().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 # --- one run: its configuration, faults, notes and the strike state --------------------------------------------
 
 class Fault(object):
@@ -532,7 +524,7 @@ def config_problems(cfg):
 # --- the strike state (shared by every caller, under a lock) ---------------------------------------------------
 
 def boot_id(cfg):
-    return read_text(cfg.get("boot_id_file") or DEFAULTS["boot_id_file"]) or ""
+    return read_sysfs_text(cfg.get("boot_id_file") or DEFAULTS["boot_id_file"]) or ""
 
 
 class StateStore(object):
