@@ -71,10 +71,13 @@ def test_a_hung_emulated_nvidia_smi_fails_within_the_limit_and_is_killed(tmp_pat
     assert info["timed_out"] is True and info["time_limit_seconds"] == 1
     # 1 s limit + SIGTERM (ignored, like a D-state process) + 1 s grace + SIGKILL
     assert took < 5, took
-    assert not [p for p in _pids_running(tool) if _alive(p)], "the hung emulator is still running"
+    assert not [p for p in _pids_running(tool, "CLUSTERFORGE_EMU_STATE_DIR=%s" % tmp_path) if _alive(p)], \
+        "the hung emulator is still running"
 
 
-def _pids_running(path):
+def _pids_running(path, env_entry):
+    """The processes running ``path`` whose environment holds ``env_entry`` (this test's own: other tests running
+    the same emulator at the same time, in another pytest worker, are not this one's)."""
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -84,7 +87,14 @@ def _pids_running(path):
                 argv = handle.read().split(b"\0")
         except OSError:
             continue
-        if any(a.decode("utf-8", "replace") == path for a in argv):
+        if not any(a.decode("utf-8", "replace") == path for a in argv):
+            continue
+        try:
+            with open("/proc/%s/environ" % entry, "rb") as handle:
+                environ = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if env_entry.encode() in environ:
             pids.append(int(entry))
     return pids
 
