@@ -45,13 +45,20 @@ options:
     type: path
     required: true
   file_name:
-    description: The name of the test file in O(path) (a bare name; one per node when nodes share O(path)).
+    description:
+      - The name of the test file in O(path) (a bare name; one per node when nodes share O(path)). Required with
+        O(measure=true).
     type: str
-    required: true
   size_mib:
-    description: How much to write and read back, in MiB.
+    description: How much to write and read back, in MiB. Required with O(measure=true).
     type: int
-    required: true
+  measure:
+    description:
+      - false, only make sure O(path) is there and safe (created root-owned 0700, set to 0700, or refused, as above)
+        and write nothing; the validate role does this once per run, busy nodes or not, so that the directory is
+        ready before the first node measures.
+    type: bool
+    default: true
   block_size_kib:
     description: The size of each write and read, in KiB (a multiple of 4 for C(O_DIRECT)).
     type: int
@@ -76,7 +83,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 measured:
-  description: What was measured; null in check mode.
+  description: What was measured; null in check mode and with O(measure=false).
   returned: success
   type: dict
   sample:
@@ -258,18 +265,38 @@ def probe(path, name, size_mib, block_kib, limit):
     return measured, created, mode_set, leftover
 
 
+def prepare(module, path):
+    """measure=false: the directory only (created, set to 0700 or refused, by the same rule); nothing written."""
+    if module.check_mode:
+        module.exit_json(changed=False, measured=None, created=False, mode_set=False, leftover_removed=False,
+                         msg="check mode: the directory is neither created nor changed")
+    try:
+        dir_fd, created, mode_set = open_root_dir(path)
+        os.close(dir_fd)
+    except UnsafeDirectory as e:
+        module.fail_json(msg="%s" % e, refused=True, created=False, mode_set=False, leftover_removed=False)
+    except OSError as e:
+        module.fail_json(msg="%s: %s" % (path, os.strerror(e.errno) if e.errno else e), refused=False)
+    module.exit_json(changed=created or mode_set, measured=None, created=created, mode_set=mode_set,
+                     leftover_removed=False)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             path=dict(type="path", required=True),
-            file_name=dict(type="str", required=True),
-            size_mib=dict(type="int", required=True),
+            file_name=dict(type="str"),
+            size_mib=dict(type="int"),
+            measure=dict(type="bool", default=True),
             block_size_kib=dict(type="int", default=1024),
             timeout=dict(type="int", default=1800),
         ),
+        required_if=[("measure", True, ("file_name", "size_mib"))],
         supports_check_mode=True,
     )
     p = module.params
+    if not p["measure"]:
+        prepare(module, p["path"])
     name = p["file_name"]
     if not name or "/" in name or name in (".", ".."):
         module.fail_json(msg="file_name must be a bare file name, got %r" % name)

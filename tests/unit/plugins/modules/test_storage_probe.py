@@ -165,3 +165,20 @@ def test_an_io_error_fails_naming_the_path_and_leaves_nothing(tmp_path, monkeypa
 def test_bad_input_is_refused(tmp_path, extra, words):
     r = _run(tmp_path / "validate", **extra)
     assert r["failed"] and words in r["msg"], r
+
+
+def test_measure_false_prepares_the_directory_by_the_same_rule_and_writes_nothing(tmp_path):
+    target = tmp_path / "validate"
+    r = run_main(storage_probe, {"path": str(target), "measure": False})
+    assert not r.get("failed") and r["created"] is True and r["changed"] is True and r["measured"] is None, r
+    assert os.stat(target).st_mode & 0o7777 == 0o700 and os.listdir(target) == []
+    again = run_main(storage_probe, {"path": str(target), "measure": False})
+    assert again["changed"] is False
+    # then the measuring run on the prepared directory changes nothing either
+    assert _run(target)["changed"] is False
+    os.chmod(target, 0o777)
+    r = run_main(storage_probe, {"path": str(target), "measure": False})
+    assert r["failed"] and r["refused"] and "writable by others" in r["msg"]
+    assert run_main(storage_probe, {"path": str(tmp_path / "x")}, check_mode=False)["failed"]   # measure needs both
+    r = run_main(storage_probe, {"path": str(tmp_path / "y"), "measure": False}, check_mode=True)
+    assert not r.get("failed") and r["changed"] is False and not (tmp_path / "y").exists()
