@@ -20,18 +20,21 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_parser
 # A run through srun still going this long after its Slurm time limit is stopped.
 OVERRUN_SECONDS = 120
 
-# all_reduce_perf -b/-e: bytes, or a number with K, M, G or T (nccl-tests' parsesize).
+# all_reduce_perf -b/-e: bytes, or a number with K, M, G or T (nccl-tests' parsesize); not zero.
 _SIZE_RE = re.compile(r"^[0-9]+[KMGT]?$")
+_ZERO_RE = re.compile(r"^0+[KMGT]?$")
 # NCCL_ALGO: a value, or a comma-separated list with an optional ^ (exclude) in front (NCCL's env documentation).
 _ALGO_RE = re.compile(r"^\^?[A-Za-z]+(,[A-Za-z]+)*$")
 
 
 def size_problem(value, name):
-    """'' when ``value`` is a size all_reduce_perf takes (8, 1G), else why not (naming the option ``name``)."""
-    if not _SIZE_RE.match(str(value or "")):
-        return "%s must be a number of bytes, optionally with K, M, G or T (all_reduce_perf -b/-e), got %r" % (
-            name, value)
-    return ""
+    """'' when ``value`` is a size all_reduce_perf takes (a positive integer, or a string such as 8, 1G), else why
+    not, naming ``name``. The nccl_tests and nccl_isolate modules and preflight (validate_nccl_max_bytes) use it."""
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return ""
+    if isinstance(value, str) and _SIZE_RE.match(value) and not _ZERO_RE.match(value):
+        return ""
+    return "%s: must be a size nccl-tests reads (bytes, or a number with K, M, G or T, e.g. 8G), got %r" % (name, value)
 
 
 def algorithm_problem(value):
@@ -56,14 +59,16 @@ def srun_argv(srun, nodes, time_limit_minutes, immediate_seconds, algorithm, ext
             + [str(a) for a in extra_args] + list(command))
 
 
-def run_result(rc, stdout, cmd=None, timed_out=False, stderr=""):
+def run_result(rc, stdout, cmd=None, timed_out=False, stderr="", limit_seconds=None):
     """One run as its callers judge it: ``{busbw_gbps, rc, ok, problems, cmd}``. ``rc`` None: it could not start
-    or was stopped (``timed_out``). ``ok``: the output has result rows, no wrong data and a complete summary."""
+    or was stopped (``timed_out``, at ``limit_seconds`` when given). ``ok``: the output has result rows, no wrong
+    data and a complete summary."""
     parsed = nccl_tests_results(stdout or "")
     problems = [str(x) for x in parsed.get("problems") or []]
     last = ((stderr or "").strip().splitlines() or [""])[-1][:300]
     if timed_out:
-        problems.insert(0, "stopped: no result within its time limit")
+        problems.insert(0, "stopped: no result within %s" % ("%d s" % limit_seconds if limit_seconds
+                                                             else "its time limit"))
     elif rc is None:
         problems.insert(0, last or "could not start")
     elif rc != 0:

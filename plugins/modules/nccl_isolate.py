@@ -369,7 +369,7 @@ def main():
 
     def run_round(node_sets):
         runs = run_concurrently([argv_of(s) for s in node_sets], timeout, max_concurrent=p["max_concurrent"], env=env)
-        return [run_result(r["rc"], r["stdout"], quote(r["argv"]), r["timed_out"], r["stderr"]) for r in runs]
+        return [run_result(r["rc"], r["stdout"], quote(r["argv"]), r["timed_out"], r["stderr"], timeout) for r in runs]
 
     found = isolate(nodes, run_round, passes, first=first, max_failing_sets=p["max_failing_sets"],
                     max_tournament=p["max_tournament"])

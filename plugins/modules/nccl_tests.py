@@ -247,9 +247,7 @@ def main():
         rc, out, err = _runner.execute(module, argv, limit, environ_update=env)
     except _runner.ToolTimeout:
         rc, out, err, timed_out = None, "", "", True
-    judged = run_result(rc, out, cmd, timed_out, err)
-    if timed_out:
-        judged["problems"][0] = "stopped: no result within %d s" % limit
+    judged = run_result(rc, out, cmd, timed_out, err, limit)
     # The parsed output, with the run's verdict (exit status and time limit included) in its ok and problems: the
     # form the validation judge reads.
     parsed = nccl_tests_results(out or "")

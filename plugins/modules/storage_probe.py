@@ -28,7 +28,8 @@ description:
   - A regular file of the same name left by an interrupted run (only root can have made it there) is removed first
     and RV(leftover_removed) says so.
   - Every block is checked against O(timeout); past it the test stops, the file is removed and the task fails.
-  - Check mode measures nothing and changes nothing (the result says so).
+  - Check mode measures nothing and changes nothing; it reports whether a real run would create O(path) or set its
+    mode.
 author: ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
@@ -36,7 +37,8 @@ attributes:
   check_mode:
     support: full
     details:
-      - Nothing is created, written or read; RV(measured) is null.
+      - Nothing is created, written or read; RV(measured) is null, and RV(created) and RV(mode_set) say what a real
+        run would do to O(path).
   diff_mode:
     support: none
 options:
@@ -265,11 +267,25 @@ def probe(path, name, size_mib, block_kib, limit):
     return measured, created, mode_set, leftover
 
 
+def predict(path):
+    """Check mode: (created, mode_set) as a real run would report them, read without following a link."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return True, False
+    return False, stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) != 0o700
+
+
+def check_mode_exit(module, path, what):
+    created, mode_set = predict(path)
+    module.exit_json(changed=created or mode_set, measured=None, created=created, mode_set=mode_set,
+                     leftover_removed=False, msg="check mode: %s" % what)
+
+
 def prepare(module, path):
     """measure=false: the directory only (created, set to 0700 or refused, by the same rule); nothing written."""
     if module.check_mode:
-        module.exit_json(changed=False, measured=None, created=False, mode_set=False, leftover_removed=False,
-                         msg="check mode: the directory is neither created nor changed")
+        check_mode_exit(module, path, "the directory is neither created nor changed")
     try:
         dir_fd, created, mode_set = open_root_dir(path)
         os.close(dir_fd)
@@ -307,8 +323,7 @@ def main():
     if p["timeout"] < 1:
         module.fail_json(msg="timeout must be at least 1 second, got %d" % p["timeout"])
     if module.check_mode:
-        module.exit_json(changed=False, measured=None, created=False, mode_set=False, leftover_removed=False,
-                         msg="check mode: nothing written or read")
+        check_mode_exit(module, p["path"], "nothing created, written or read")
     try:
         measured, created, mode_set, leftover = probe(p["path"], name, p["size_mib"], p["block_size_kib"],
                                                       p["timeout"])

@@ -17,11 +17,11 @@ import os
 import re
 
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils.nccl_tests import size_problem
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import DEFAULT_THRESHOLDS
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
     COLLECTION_ROOT,
     MISSING,
-    is_int,
     is_number,
     read_yaml,
     type_name,
@@ -32,7 +32,6 @@ FRACTIONS = ("nccl_min_fraction", "ib_write_bw_min_fraction")
 # The type and range of every number (and an absolute path for a type path option) are judged for every role by
 # the spec rules with the ranges of roles/validate/meta/preflight.yml (preflight_specs, preflight_generic).
 ABSOLUTE_PATHS = ("validate_storage_path", "validate_report_dir")
-SIZE_RE = re.compile(r"^[0-9]+[KMGT]?$")
 HCA_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 _PROFILES = {}
 
@@ -70,10 +69,9 @@ def check(inv, opts):
                 errors.append("%s: %s: must be an absolute path without quotes or shell characters, got %r"
                               % (host, name, value))
         value = inv.get(host, "validate_nccl_max_bytes", MISSING)
-        if value is not MISSING and not (is_int(value) and value > 0) and not (
-                isinstance(value, str) and SIZE_RE.match(value) and not re.match(r"^0+[KMGT]?$", value)):
-            errors.append("%s: validate_nccl_max_bytes: must be a size nccl-tests reads (bytes, or a number with K, "
-                          "M, G or T, e.g. 8G), got %r" % (host, value))
+        if value is not MISSING and size_problem(value, "validate_nccl_max_bytes"):
+            # the modules' own rule (module_utils/nccl_tests.py)
+            errors.append("%s: %s" % (host, size_problem(value, "validate_nccl_max_bytes")))
         value = inv.get(host, "validate_ib_write_bw_hcas", MISSING)
         if value is not MISSING and (not isinstance(value, list) or not value
                                      or not all(isinstance(h, str) and HCA_RE.match(h) for h in value)):

@@ -108,10 +108,17 @@ def test_a_leftover_of_an_interrupted_run_is_removed_first(tmp_path):
     assert os.listdir(target) == []
 
 
-def test_check_mode_creates_writes_and_reads_nothing(tmp_path):
+def test_check_mode_creates_writes_and_reads_nothing_and_says_what_a_run_would_do(tmp_path):
     r = _run(tmp_path / "validate", check_mode=True)
-    assert not r.get("failed") and r["changed"] is False and r["measured"] is None
+    assert not r.get("failed") and r["measured"] is None
+    assert r["changed"] is True and r["created"] is True     # a real run would create it
     assert not (tmp_path / "validate").exists()
+    (tmp_path / "validate").mkdir(mode=0o700)
+    os.chmod(tmp_path / "validate", 0o755)
+    r = _run(tmp_path / "validate", check_mode=True)
+    assert r["changed"] is True and r["mode_set"] is True and os.stat(tmp_path / "validate").st_mode & 0o777 == 0o755
+    os.chmod(tmp_path / "validate", 0o700)
+    assert _run(tmp_path / "validate", check_mode=True)["changed"] is False
 
 
 def test_the_time_limit_stops_the_test_and_removes_the_file(tmp_path, monkeypatch):
@@ -181,4 +188,4 @@ def test_measure_false_prepares_the_directory_by_the_same_rule_and_writes_nothin
     assert r["failed"] and r["refused"] and "writable by others" in r["msg"]
     assert run_main(storage_probe, {"path": str(tmp_path / "x")}, check_mode=False)["failed"]   # measure needs both
     r = run_main(storage_probe, {"path": str(tmp_path / "y"), "measure": False}, check_mode=True)
-    assert not r.get("failed") and r["changed"] is False and not (tmp_path / "y").exists()
+    assert not r.get("failed") and r["changed"] is True and not (tmp_path / "y").exists()
