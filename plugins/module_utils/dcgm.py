@@ -3,10 +3,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pure parsers for NVIDIA DCGM's ``dcgmi`` (no Ansible import, stdlib only).
 
-DCGM has no HTTP health API (nv-hostengine speaks DCGM's own protocol on 127.0.0.1:5555), so everything here
-reads ``dcgmi`` output: ``diag -r N`` (box table or ``-j`` JSON) and ``health -f`` (the health watches that are
-set). The ``health -c``, ``discovery -l`` and ``nvlink -s`` parsers, which no plugin uses, are test-only:
-tests/formats/dcgm.py.
+DCGM has no HTTP health API (nv-hostengine speaks DCGM's own protocol on 127.0.0.1:5555, or on a Unix socket), so
+everything here reads ``dcgmi`` output: ``diag -r N`` (box table or ``-j`` JSON) and ``health -f`` (the health
+watches that are set); and where the dcgm role recorded the host engine (:func:`hostengine_args`). The
+``health -c``, ``discovery -l`` and ``nvlink -s`` parsers, which no plugin uses, are test-only: tests/formats/dcgm.py.
 
 Results are always lower case ``pass``/``fail``/``warn``/``skip``; test names keep DCGM's own spelling
 (``memory``, ``GPU Memory``, ``Persistence Mode``...).
@@ -17,7 +17,9 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
+import stat
 
 RESULTS = ("pass", "fail", "warn", "skip")
 # worst first
@@ -443,3 +445,81 @@ def parse_health_watches(text):
     if not watches and not errors:
         errors.append("no health watch rows in the output")
     return {"watches": watches, "errors": errors}
+
+
+# --- where the host engine listens -------------------------------------------------------------------------------
+# The dcgm role records on each node how its nv-hostengine is reached (a Unix socket in a root-only directory by
+# default, so that only root can set or clear health watches or run a diagnostic), and every dcgmi caller on the node
+# (the modules, the Slurm health check) reads it here. Without the file, dcgmi's own default applies (localhost:5555).
+HOSTENGINE_FILE = "/etc/clusterforge/dcgm-hostengine"
+UNIX_PREFIX = "unix://"
+_TCP_RE = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9][A-Za-z0-9.-]*)(?::(?P<port>\d{1,5}))?$")
+
+
+def hostengine_problem(address):
+    """None when ``address`` is a host engine address dcgmi's ``--host`` takes (``unix:///<absolute path>``, or a
+    host or ``[IPv6]`` with an optional port), else why not."""
+    if not isinstance(address, str) or not address:
+        return "an address is required"
+    if address.startswith(UNIX_PREFIX):
+        path = address[len(UNIX_PREFIX):]
+        if not path.startswith("/") or "\n" in path or any(c.isspace() for c in path):
+            return "a unix:// address needs an absolute socket path without spaces (unix:///run/x/y.sock)"
+        return None
+    match = _TCP_RE.match(address)
+    if not match:
+        return "not unix:///<path>, <host> or <host>:<port>"
+    if match.group("port") is not None and not 0 < int(match.group("port")) < 65536:
+        return "port %s is not 1-65535" % match.group("port")
+    return None
+
+
+_SOCKET_PATH_RE = re.compile(r"^/run/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+
+
+def socket_path_problem(path):
+    """None when ``path`` can be the dcgm role's host engine socket: /run/<directory>/<name>, the directory one that
+    systemd creates root-only for nvidia-dcgm (RuntimeDirectory=), else why not."""
+    if not isinstance(path, str) or not _SOCKET_PATH_RE.match(path) or "/.." in path or path.endswith("/."):
+        return ("must be /run/<directory>/<name> of letters, digits and ._- (systemd creates the directory root-only "
+                "at each start of nvidia-dcgm), or null for DCGM's TCP 127.0.0.1:5555")
+    return None
+
+
+def recorded_hostengine(path=None):
+    """The address the dcgm role recorded for this node's host engine, or None where no file is there. The file must
+    be a regular root-owned file nobody else may write (its address decides where root's dcgmi connects); anything
+    else raises ValueError naming the problem."""
+    path = path or HOSTENGINE_FILE
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == 2:  # ENOENT
+            return None
+        raise ValueError("%s cannot be read: %s" % (path, exc.strerror))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+            raise ValueError("%s is not a regular file owned by root that only root may write (uid %d, mode %04o)"
+                             % (path, st.st_uid, stat.S_IMODE(st.st_mode)))
+        data = os.read(fd, 4097)
+    finally:
+        os.close(fd)
+    address = data.decode("utf-8", "replace").strip()
+    problem = hostengine_problem(address)
+    if problem:
+        raise ValueError("%s: %r: %s" % (path, address[:200], problem))
+    return address
+
+
+def hostengine_args(host=None, path=None):
+    """The ``--host`` arguments of every dcgmi call on this node: ``host`` when given, else the recorded address,
+    else none (dcgmi's default, localhost:5555). Raises ValueError for a bad address or recorded file."""
+    address = host if host else recorded_hostengine(path)
+    if not address:
+        return []
+    problem = hostengine_problem(address)
+    if problem:
+        raise ValueError("DCGM host engine address %r: %s" % (address, problem))
+    return ["--host", address]

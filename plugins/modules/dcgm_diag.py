@@ -25,6 +25,7 @@ author:
   - ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
+  - clusterforge.gpu.dcgm
 attributes:
   check_mode:
     support: partial
@@ -60,10 +61,6 @@ options:
       - Ask for JSON output (C(-j)). When false, the box table is parsed.
     type: bool
     default: true
-  dcgmi_path:
-    description:
-      - Path of the C(dcgmi) binary. Looked up on E(PATH) and the usual sbin directories when not set.
-    type: path
 notes:
   - Requires a running C(nv-hostengine) (the C(nvidia-dcgm) service) or lets C(dcgmi) start an embedded one.
   - C(dcgmi diag) exits non-zero when a test fails; the module reads the results and reports them instead of the
@@ -180,6 +177,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import To
 from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import (
     failing_tests,
     gpu_results,
+    hostengine_args,
     parse_diag,
     parse_diag_json,
 )
@@ -229,6 +227,7 @@ def main():
             timeout=dict(type="int"),
             json_output=dict(type="bool", default=True),
             dcgmi_path=dict(type="path"),
+            host=dict(type="str"),
         ),
         supports_check_mode=True,
     )
@@ -239,8 +238,12 @@ def main():
     if p["gpus"] is not None and (not gpus or any(not g for g in gpus)):
         module.fail_json(msg="gpus must be a non-empty list of GPU ids")
 
+    try:
+        host_args = hostengine_args(p["host"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     dcgmi = ToolRunner(module, "dcgmi", p["dcgmi_path"], option="dcgmi_path")
-    args = ["diag", "-r", str(p["level"])]
+    args = ["diag"] + host_args + ["-r", str(p["level"])]
     if gpus:
         args += ["-i", ",".join(gpus)]
     if p["json_output"]:

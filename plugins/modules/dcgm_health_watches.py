@@ -27,6 +27,7 @@ author:
   - ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
+  - clusterforge.gpu.dcgm
 attributes:
   check_mode:
     support: full
@@ -47,10 +48,6 @@ options:
       - Anything else fails the module before any command runs.
     type: str
     required: true
-  dcgmi_path:
-    description:
-      - Path of the C(dcgmi) binary. Looked up on E(PATH) and the usual sbin directories when not set.
-    type: path
   retries:
     description:
       - How many more times a failing C(dcgmi health -f) is run (the host engine is still starting) before the
@@ -120,6 +117,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import (
     WATCH_LETTERS,
+    hostengine_args,
     parse_health_watches,
     validate_watch_letters,
     watch_rows,
@@ -136,9 +134,9 @@ def off_rows(watches, wanted):
     return [row for row in wanted if _key(row) not in on]
 
 
-def read_watches(module, dcgmi, tries, delay):
+def read_watches(module, dcgmi, host_args, tries, delay):
     """(watches, stdout) of ``dcgmi health -f``; a failing run is tried again (the host engine may be starting)."""
-    args = ["health", "-f"]
+    args = ["health"] + host_args + ["-f"]
     for attempt in range(1, tries + 1):
         rc, out, err = dcgmi.run(args, check_rc=False)
         if rc == 0:
@@ -181,6 +179,7 @@ def main():
         argument_spec=dict(
             watches=dict(type="str", required=True),
             dcgmi_path=dict(type="path"),
+            host=dict(type="str"),
             retries=dict(type="int", default=6),
             delay_seconds=dict(type="int", default=5),
         ),
@@ -199,8 +198,12 @@ def main():
     wanted = watch_rows(letters)
     tries = p["retries"] + 1
 
+    try:
+        host_args = hostengine_args(p["host"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
     dcgmi = ToolRunner(module, "dcgmi", p["dcgmi_path"], option="dcgmi_path")
-    before, _out = read_watches(module, dcgmi, tries, p["delay_seconds"])
+    before, _out = read_watches(module, dcgmi, host_args, tries, p["delay_seconds"])
     missing = off_rows(before, wanted)
     result = dict(changed=False, watches=before, missing=missing)
     if not missing:
@@ -208,7 +211,7 @@ def main():
             result["diff"] = diff(before, before)
         module.exit_json(**result)
 
-    set_args = ["health", "-s", letters]
+    set_args = ["health"] + host_args + ["-s", letters]
     result.update(changed=True, cmd=quote([dcgmi.bin] + set_args))
     if module.check_mode:
         if module._diff:
@@ -219,7 +222,7 @@ def main():
     if rc != 0:
         dcgmi.fail([dcgmi.bin] + set_args, rc, out, err, what="dcgmi health -s %s" % letters, watches=before,
                    missing=missing)
-    after, out = read_watches(module, dcgmi, tries, p["delay_seconds"])
+    after, out = read_watches(module, dcgmi, host_args, tries, p["delay_seconds"])
     result["watches"] = after
     if module._diff:
         result["diff"] = diff(before, after)

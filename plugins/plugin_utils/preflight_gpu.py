@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import hostengine_problem, socket_path_problem
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.gpu_power import rack_plan
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
     MISSING,
@@ -819,16 +820,24 @@ def _dcgm_errors(inv, host):
     for name in ("dcgm_exporter_binary", "dcgm_exporter_collectors_file"):
         errors.extend(_command_errors(host, name, _set(inv, host, name), absolute=True))
 
-    engine_port = DCGM_HOSTENGINE_PORT
+    socket_path = _set(inv, host, "dcgm_hostengine_socket_path")
+    problem = socket_path_problem(socket_path) if socket_path not in (MISSING, None) else None
+    if problem:
+        errors.append("%s: dcgm_hostengine_socket_path: %s, got %r" % (host, problem, socket_path))
+    # nv-hostengine's own TCP port, where it has one (socket path null; unset is the role's socket); the exporter must
+    # not take it.
+    engine_port = DCGM_HOSTENGINE_PORT if socket_path is None else None
     engine_local = True
     engine = _set(inv, host, "dcgm_exporter_hostengine")
     if engine not in (MISSING, None):
+        problem = hostengine_problem(engine.strip()) if isinstance(engine, str) else "not a string"
         match = HOSTENGINE_RE.match(engine.strip()) if isinstance(engine, str) else None
-        if match is None or _port_of(match.group("port")) is None:
-            errors.append("%s: dcgm_exporter_hostengine: must be host:port of the running nv-hostengine (e.g. "
-                          "localhost:5555) with a port 1-65535, got %r" % (host, engine))
+        if problem:
+            errors.append("%s: dcgm_exporter_hostengine: must be the running nv-hostengine's address, "
+                          "unix:///<socket> or host:port (e.g. localhost:5555) with a port 1-65535: %s, got %r"
+                          % (host, problem, engine))
             engine_port = None
-        else:
+        elif match is not None:
             engine_port = _port_of(match.group("port"))
             engine_local = match.group("host") in ("localhost", "127.0.0.1", "[::1]")
     port_value = _set(inv, host, "dcgm_exporter_listen_port")

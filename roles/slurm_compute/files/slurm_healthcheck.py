@@ -138,13 +138,15 @@ except ImportError:  # pragma: no cover - every Linux Python has it
 # config.yml): plugins/module_utils/slurm.py (the one rule of whose drain reason may be replaced or resumed, shared
 # with the slurm_node module, and the scontrol parser), infiniband.py (ibstat and the ports in sysfs, shared with
 # ib_port_info), nvidia_smi.py (--query-gpu CSV, shared with nvidia_smi_info, and nvlink -s / -e) and
-# healthcheck.py (the checks, their strikes, the DCGM codes and the reason-prefix rule, shared with preflight).
+# healthcheck.py (the checks, their strikes, the DCGM codes and the reason-prefix rule, shared with preflight) and
+# dcgm.py (where this node's host engine listens, as the dcgm role recorded it: the dcgm modules read it the same way).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # pylint: disable=import-error,wrong-import-position
 from clusterforge_slurm import parse_scontrol_nodes, reason_action, split_reason, state_flags  # noqa: E402
 from clusterforge_infiniband import read_sysfs_ports, read_sysfs_text  # noqa: E402
 from clusterforge_infiniband import parse_ibstat as parse_ibstat_ports  # noqa: E402
 from clusterforge_nvidia_smi import parse_nvlink_errors, parse_nvlink_status, parse_query_csv  # noqa: E402
+from clusterforge_dcgm import HOSTENGINE_FILE, hostengine_args  # noqa: E402
 from clusterforge_healthcheck import CHECKS, DCGM_HEALTH_CODES, DEFAULT_STRIKES  # noqa: E402
 from clusterforge_healthcheck import dcgm_codes, reason_prefix_problems  # noqa: E402
 from clusterforge_healthcheck import parse_health_incidents as _dcgm_incidents  # noqa: E402
@@ -195,6 +197,8 @@ DEFAULTS = {
     "budget_seconds": 40,
     "nvidia_smi_path": None,
     "dcgmi_path": None,
+    # The dcgm role's record of the host engine's address (dcgmi --host); no file: dcgmi's default, localhost:5555.
+    "dcgm_hostengine_file": HOSTENGINE_FILE,
     "scontrol_path": None,
     "dmesg_path": None,
     "ibstat_path": None,
@@ -800,6 +804,16 @@ def dcgm_ignored_codes(cfg):
 HEALTH_RANK = {"Healthy": 0, "Warning": 1, "Failure": 2}
 
 
+def dcgmi_host(r, check):
+    """dcgmi's --host arguments for this node's host engine (module_utils/dcgm.py hostengine_args, as the modules);
+    None, with ``check`` failed, when the recorded address cannot be trusted or read."""
+    try:
+        return hostengine_args(path=r.cfg["dcgm_hostengine_file"])
+    except ValueError as exc:
+        r.fail(check, str(exc))
+        return None
+
+
 def check_dcgm(r):
     if not r.on("dcgm_health"):
         return
@@ -811,14 +825,17 @@ def check_dcgm(r):
             r.fail("dcgm_health", "dcgmi not found")
         r.passed("dcgm_health")
         return
-    res = run([dcgmi, "health", "-c", "-j"], r.budget, CHECKS_PHASE)
+    host = dcgmi_host(r, "dcgm_health")
+    if host is None:
+        return
+    res = run([dcgmi, "health"] + host + ["-c", "-j"], r.budget, CHECKS_PHASE)
     if res.finished and res.rc != 0 and "watches not enabled" in (res.out + res.err).lower() \
             and cfg["dcgm_set_watches"]:
         # Watches live in nv-hostengine's memory and are lost when it restarts: set them again.
-        res = run([dcgmi, "health", "-s", str(cfg["dcgm_set_watches"])], r.budget, CHECKS_PHASE)
+        res = run([dcgmi, "health"] + host + ["-s", str(cfg["dcgm_set_watches"])], r.budget, CHECKS_PHASE)
         if res.finished:
             r.notes.append("dcgm health watches set (%s)" % cfg["dcgm_set_watches"])
-            res = run([dcgmi, "health", "-c", "-j"], r.budget, CHECKS_PHASE)
+            res = run([dcgmi, "health"] + host + ["-c", "-j"], r.budget, CHECKS_PHASE)
     if not r.answered("dcgm_health", res, "dcgmi health", "dcgmi health -c"):
         return
     try:
@@ -896,7 +913,10 @@ def check_dcgm_diag(r):
         r.notes.append("dcgmi diag not run: %s" % ("%d GPU process(es) running" % len(pids) if pids else
                                                    "GPU processes unknown (nvidia-smi rc %d)" % res.rc))
         return
-    res = run([dcgmi, "diag", "-r", "1", "-j"], r.budget, CHECKS_PHASE)
+    host = dcgmi_host(r, "dcgm_diag")
+    if host is None:
+        return
+    res = run([dcgmi, "diag"] + host + ["-r", "1", "-j"], r.budget, CHECKS_PHASE)
     if not res.finished:
         r.fail("dcgm_diag", unfinished(r.budget, "dcgmi diag", res), timeout=True)
         return

@@ -29,7 +29,7 @@ ROLE = os.path.join(ROOT, "roles", "slurm_compute")
 PROGRAM = os.path.join(ROLE, "files", "slurm_healthcheck.py")
 # Installed beside it as clusterforge_<name>.py (tasks/config.yml): the program imports their parsers and its
 # drain-ownership rule.
-NODE_MODULES = ("slurm", "infiniband", "nvidia_smi", "healthcheck")
+NODE_MODULES = ("slurm", "infiniband", "nvidia_smi", "healthcheck", "dcgm")
 EPILOG = os.path.join(ROLE, "templates", "etc", "slurm", "epilog.d", "90-cf-healthcheck.j2")
 UNIT = os.path.join(ROLE, "templates", "etc", "systemd", "system", "clusterforge-healthcheck.service.j2")
 HC_PATH = "/usr/libexec/clusterforge/slurm-healthcheck"
@@ -61,7 +61,7 @@ if [ -f "$FAKE_DIR/{name}.hang" ] || [ -f "$FAKE_DIR/{name}.$1.hang" ] || [ -f "
   sleep 30 & echo $! > "$FAKE_DIR/{name}.sleep.pid"; wait; exit 0
 fi
 if [ "$1" = update ]; then exit 0; fi
-if [ "$1 $2" = "health -s" ]; then : > "$FAKE_DIR/dcgmi.watches"; echo "Health monitor systems set successfully."; exit 0; fi
+if [ "$1" = health ] && case " $* " in *" -s "*) true ;; *) false ;; esac; then : > "$FAKE_DIR/dcgmi.watches"; echo "Health monitor systems set successfully."; exit 0; fi
 if [ "{name}" = dcgmi ] && [ -f "$FAKE_DIR/dcgmi.needs-watches" ] && [ ! -f "$FAKE_DIR/dcgmi.watches" ]; then
   echo "Error: Health watches not enabled. Please enable watches. "; exit 255
 fi
@@ -142,7 +142,8 @@ class Node(object):
         self.config = {"node_name": "gpu01", "gpu_count": 8, "mounts_file": str(self.mounts), "dcgm": "auto",
                        "syslog": False, "state_dir": str(tmp_path / "state"), "boot_id_file": str(self.boot_id),
                        "textfile_dir": str(self.prom_dir), "strikes": dict(EVERY_CHECK_ONE_STRIKE),
-                       "breaker_jitter_seconds": 0, "breaker_settle_seconds": 0}
+                       "breaker_jitter_seconds": 0, "breaker_settle_seconds": 0,
+                       "dcgm_hostengine_file": str(tmp_path / "dcgm-hostengine")}
         self.gpus(8)
         self.node("IDLE")
         self.sub("nvidia-smi", "extra", "\n".join(HEALTHY_EXTRA.format(i=i) for i in range(8)) + "\n")
@@ -395,6 +396,33 @@ def test_dcgm_watches_are_set_when_missing(node):
     assert node.run().returncode == 0
     assert node.calls("dcgmi") == ["health -c -j", "health -s a", "health -c -j"]
     assert node.updates() == []
+
+
+def test_dcgm_calls_reach_the_recorded_host_engine(node):
+    """Where the dcgm role recorded the host engine's address (a root-only socket by default), every dcgmi call
+    names it (module_utils/dcgm.py hostengine_args, as the modules); DCGM's default port is not used."""
+    node.dcgm(DCGM_HEALTHY)
+    (node.dir / "dcgmi.needs-watches").write_text("")
+    (node.dir / "dcgm-hostengine").write_text("unix:///run/nvidia-dcgm/nv-hostengine.sock\n")
+    assert node.diag().returncode == 0
+    node.config["dcgm_diag_level"] = 1
+    node.sub("nvidia-smi", "apps", "")
+    proc = node.run()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    host = "--host unix:///run/nvidia-dcgm/nv-hostengine.sock"
+    assert node.calls("dcgmi") == ["health %s -c -j" % host, "health %s -s a" % host, "health %s -c -j" % host,
+                                   "diag %s -r 1 -j" % host]
+
+
+def test_dcgm_untrusted_host_engine_record_fails_the_check(node):
+    """A record others may write would let them point root's dcgmi elsewhere: the check fails, naming it."""
+    record = node.dir / "dcgm-hostengine"
+    record.write_text("localhost:5555\n")
+    record.chmod(0o666)
+    node.dcgm(DCGM_HEALTHY)
+    assert node.run().returncode == 1
+    assert node.calls("dcgmi") == []
+    assert "only root may write" in node.updates()[0], node.updates()
 
 
 def test_dcgm_error_drains(node):

@@ -226,3 +226,45 @@ def test_watch_rows_letters_and_a():
     ("tt", "'t' more than once (dcgmi rejects repeated letters)")])
 def test_validate_watch_letters(letters, reason):
     assert D.validate_watch_letters(letters) == reason
+
+
+# --- where the host engine listens (roles/dcgm records it; the modules and the health check read it) -------------
+
+@pytest.mark.parametrize("address,problem", [
+    ("unix:///run/nvidia-dcgm/nv-hostengine.sock", None), ("localhost", None), ("localhost:5555", None),
+    ("10.1.0.5:5555", None), ("[::1]:5555", None),
+    ("unix://run/x.sock", "absolute socket path"), ("unix:///run/a b.sock", "absolute socket path"),
+    ("localhost:0", "port 0 is not 1-65535"), ("localhost:70000", "port 70000 is not 1-65535"),
+    ("tcp://x:1", "not unix:///<path>"), ("", "an address is required"), (None, "an address is required"),
+])
+def test_hostengine_problem(address, problem):
+    found = D.hostengine_problem(address)
+    assert (found is None) if problem is None else (problem in found), found
+
+
+@pytest.mark.parametrize("path,ok", [
+    ("/run/nvidia-dcgm/nv-hostengine.sock", True), ("/run/x/y", True),
+    ("/var/run/dcgm/he.sock", False), ("/run/he.sock", False), ("/run/a/b/c.sock", False), ("/run/../x/y", False),
+    ("/run/x/..", False), ("relative/x", False), (5, False),
+])
+def test_socket_path_problem(path, ok):
+    assert (D.socket_path_problem(path) is None) is ok
+
+
+def test_recorded_hostengine(tmp_path):
+    record = tmp_path / "dcgm-hostengine"
+    assert D.recorded_hostengine(str(record)) is None and D.hostengine_args(path=str(record)) == []
+    record.write_text("unix:///run/nvidia-dcgm/nv-hostengine.sock\n")
+    if os.geteuid() == 0:
+        assert D.hostengine_args(path=str(record)) == ["--host", "unix:///run/nvidia-dcgm/nv-hostengine.sock"]
+    # the host option wins over the record
+    assert D.hostengine_args("localhost:5555", str(record)) == ["--host", "localhost:5555"]
+    link = tmp_path / "link"
+    link.symlink_to(record)
+    with pytest.raises(ValueError, match="cannot be read"):
+        D.recorded_hostengine(str(link))  # never followed: a link could point root's dcgmi anywhere
+    record.chmod(0o666)
+    with pytest.raises(ValueError, match="only root may write"):
+        D.recorded_hostengine(str(record))
+    with pytest.raises(ValueError, match="absolute socket path"):
+        D.hostengine_args("unix://x")

@@ -7,6 +7,7 @@ import pytest
 
 from cf_module_helper import Tool, run_module
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils import dcgm as dcgm_module_utils
 from ansible_collections.clusterforge.gpu.plugins.modules import dcgm_diag
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "module_utils", "fixtures", "dcgm")
@@ -58,6 +59,22 @@ def test_pass_returns_per_test_and_per_gpu_results():
     assert [t["name"] for t in result["tests"]] == ["software", "memory", "pcie"]
     assert result["metadata"]["dcgm_version"] == "4.4.2"
     assert "diag_warnings" not in result
+
+
+def test_the_host_engine_address_is_passed(tmp_path, monkeypatch):
+    """The host option, else the address the dcgm role recorded on the node (its root-only socket)."""
+    result, tool = run({"level": 1, "host": "unix:///run/nvidia-dcgm/nv-hostengine.sock"}, reply(0, ALL_PASS))
+    assert "failed" not in result
+    assert tool.calls == [["/usr/bin/dcgmi", "diag", "--host", "unix:///run/nvidia-dcgm/nv-hostengine.sock",
+                           "-r", "1", "-j"]]
+    record = tmp_path / "dcgm-hostengine"
+    record.write_text("unix:///run/dcgm/he.sock\n")
+    monkeypatch.setattr(dcgm_module_utils, "HOSTENGINE_FILE", str(record))
+    result, tool = run({"level": 1}, reply(0, ALL_PASS))
+    assert tool.calls == [["/usr/bin/dcgmi", "diag", "--host", "unix:///run/dcgm/he.sock", "-r", "1", "-j"]]
+    record.chmod(0o646)
+    result, tool = run({"level": 1}, reply(0, ALL_PASS))
+    assert result["failed"] is True and "only root may write" in result["msg"] and tool.calls == []
 
 
 def test_fail_names_test_and_gpu():

@@ -11,6 +11,7 @@ import pytest
 from conftest import EMULATORS
 from cf_module_helper import Tool, run_module
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils import dcgm as dcgm_module_utils
 from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import parse_health_watches
 from ansible_collections.clusterforge.gpu.plugins.modules import dcgm_health_watches
 
@@ -265,3 +266,61 @@ def test_dcgmi_path_option_and_missing_tool():
     assert tool.calls == []
     result, tool = run({"watches": "a", "dcgmi_path": "dcgmi"}, lambda argv, data: (0, table(set(ROWS)), ""))
     assert result["changed"] is False and tool.calls == [["/usr/bin/dcgmi", "health", "-f"]]
+
+
+# --- the host engine on its root-only socket (roles/dcgm: dcgm_hostengine_socket_path) ---------------------------
+
+@pytest.fixture
+def engine_env(emu_env, tmp_path):
+    """The dcgmi emulator in host-engine mode, with an nv-hostengine emulator listening on a Unix socket."""
+    env = dict(emu_env, CLUSTERFORGE_EMU_DCGM_HOSTENGINE="1")
+    sock = str(tmp_path / "nv-hostengine.sock")
+    proc = subprocess.Popen([sys.executable, os.path.join(EMULATORS, "nv-hostengine"), "-n", "--domain-socket", sock],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith("Started host engine")
+    yield env, "unix://" + sock
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_host_option_reaches_the_host_engine_on_its_socket(engine_env):
+    env, host = engine_env
+    result, tool = run({"watches": "pmt", "host": host}, emulate(env))
+    assert "failed" not in result and result["changed"] is True, result
+    assert tool.calls == [["/usr/bin/dcgmi", "health", "--host", host, "-f"],
+                          ["/usr/bin/dcgmi", "health", "--host", host, "-s", "pmt"],
+                          ["/usr/bin/dcgmi", "health", "--host", host, "-f"]]
+    # without --host (DCGM's default TCP port) nothing answers: the watches were set at the socket
+    assert emulate(env)(["/usr/bin/dcgmi", "health", "-f"], None)[:2] == (247, NOT_RUNNING)
+
+
+def test_the_address_the_role_recorded_is_used(engine_env, tmp_path, monkeypatch):
+    env, host = engine_env
+    record = tmp_path / "dcgm-hostengine"
+    record.write_text(host + "\n")
+    monkeypatch.setattr(dcgm_module_utils, "HOSTENGINE_FILE", str(record))
+    result, tool = run({"watches": "t"}, emulate(env))
+    assert "failed" not in result and result["changed"] is True, result
+    assert all(call[1:4] == ["health", "--host", host] for call in tool.calls), tool.calls
+
+
+@pytest.mark.parametrize("mode,content,message", [
+    (0o664, "localhost:5555\n", "is not a regular file owned by root that only root may write"),
+    (0o644, "tcp://nowhere\n", "not unix:///<path>, <host> or <host>:<port>"),
+])
+def test_an_untrusted_or_bad_record_fails_before_dcgmi_runs(tmp_path, monkeypatch, mode, content, message):
+    if os.geteuid() != 0 and mode == 0o644:
+        pytest.skip("a root-owned record needs root")
+    record = tmp_path / "dcgm-hostengine"
+    record.write_text(content)
+    record.chmod(mode)
+    monkeypatch.setattr(dcgm_module_utils, "HOSTENGINE_FILE", str(record))
+    result, tool = run({"watches": "a"}, lambda argv, data: (0, table(set(ROWS)), ""))
+    assert result["failed"] is True and message in result["msg"], result["msg"]
+    assert tool.calls == []
+
+
+def test_a_bad_host_option_fails_before_dcgmi_runs():
+    result, tool = run({"watches": "a", "host": "unix://relative.sock"}, lambda argv, data: (0, "", ""))
+    assert result["failed"] is True and "absolute socket path" in result["msg"]
+    assert tool.calls == []

@@ -420,9 +420,13 @@ def test_dcgm_watches(name, value, ok):
     ({"dcgm_cuda_major": 13}, "dcgm_cuda_major: CUDA 13 needs driver branch R580 or newer; nvidia_driver_branch is 570"),
     ({"dcgm_exporter_listen_port": 70000}, "dcgm_exporter_listen_port: must be a TCP port 1-65535, got 70000"),
     ({"dcgm_exporter_listen_port": 0}, "dcgm_exporter_listen_port: must be a TCP port 1-65535, got 0"),
-    ({"dcgm_exporter_listen_port": 5555}, "dcgm_exporter_listen_port: 5555 is the local host engine's port"),
-    ({"dcgm_exporter_hostengine": "localhost"}, "dcgm_exporter_hostengine: must be host:port"),
-    ({"dcgm_exporter_hostengine": "localhost:99999"}, "with a port 1-65535, got 'localhost:99999'"),
+    ({"dcgm_exporter_listen_port": 5555, "dcgm_hostengine_socket_path": None},
+     "dcgm_exporter_listen_port: 5555 is the local host engine's port"),
+    ({"dcgm_exporter_hostengine": "local host"}, "dcgm_exporter_hostengine: must be the running nv-hostengine's"),
+    ({"dcgm_exporter_hostengine": "localhost:99999"}, "port 99999 is not 1-65535, got 'localhost:99999'"),
+    ({"dcgm_exporter_hostengine": "unix://run/x.sock"}, "a unix:// address needs an absolute socket path"),
+    ({"dcgm_hostengine_socket_path": "/var/run/dcgm.sock"}, "dcgm_hostengine_socket_path: must be /run/<directory>"),
+    ({"dcgm_hostengine_socket_path": "/run/x/../y"}, "dcgm_hostengine_socket_path: must be /run/<directory>"),
     ({"dcgm_dcgmi_path": "dcgmi --host x"}, "dcgm_dcgmi_path: must be a command name or an absolute path"),
     ({"dcgm_exporter_binary": "dcgm-exporter"}, "dcgm_exporter_binary: must be an absolute path"),
     ({"dcgm_exporter_scrape_interval_seconds": 0}, "dcgm_exporter_scrape_interval_seconds: must be a positive"),
@@ -435,6 +439,10 @@ def test_dcgm_sound_values():
     assert errors(dcgm_version="4.2.3", dcgm_cuda_major=12, dcgm_exporter_hostengine="10.1.0.5:5555",
                   dcgm_exporter_listen_port=5555, dcgm_dcgmi_path="/usr/bin/dcgmi") == []
     assert errors(dcgm_cuda_major=13, nvidia_driver_branch="580") == []
+    # the host engine on its socket (the default) leaves TCP 5555 free for the exporter
+    assert errors(dcgm_exporter_listen_port=5555, dcgm_hostengine_socket_path="/run/dcgm/he.sock",
+                  dcgm_exporter_hostengine="unix:///run/dcgm/he.sock") == []
+    assert errors(dcgm_exporter_listen_port=5555) == []
 
 
 # -------------------------------------------------------------------------------------------------------- NCCL
