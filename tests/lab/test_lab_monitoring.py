@@ -207,10 +207,10 @@ def test_slurm_drained_metrics_reflect_a_drain(converged):  # pylint: disable=un
 # ------------------------------------------------------------- the example inventory's monitoring and DCGM settings
 
 # Lab overrides that exist only because the lab is containers with emulators (no NVIDIA repository, no user or mount
-# namespaces for the units' sandboxing, the dcgm-exporter emulator's path): kept. Every other monitoring and DCGM
-# setting of the lab takes the value a cluster built from inventories/example gets.
-CONTAINER_ONLY = {"monitoring_service_sandboxing", "dcgm_install_packages", "dcgm_manage_hostengine_service",
-                  "dcgm_exporter_binary", "dcgm_exporter_sandboxing"}
+# namespaces for the units' sandboxing, the emulators' paths, the switch that installs the host engine emulator): kept.
+# Every other monitoring and DCGM setting of the lab takes the value a cluster built from inventories/example gets.
+CONTAINER_ONLY = {"monitoring_service_sandboxing", "dcgm_install_packages", "cf_emu_dcgm_hostengine",
+                  "dcgm_hostengine_binary", "dcgm_exporter_binary", "dcgm_exporter_sandboxing"}
 LAB_OVERRIDES = ("inventories/lab/group_vars/all/lab_monitoring.yml", "inventories/lab/group_vars/gpu_nodes/lab_dcgm.yml")
 
 

@@ -87,6 +87,35 @@ def test_mariadb_answers_on_its_socket_only(converged):  # pylint: disable=unuse
     assert rc == 0 and out.strip() == "0", out
 
 
+def test_a_job_user_cannot_clear_the_dcgm_health_watches_and_root_can(converged):  # pylint: disable=unused-argument
+    """nv-hostengine listens on a socket in a root-only directory and on no TCP port (dcgm_hostengine_socket_path):
+    a job user reaches it neither way, so the watches the health check relies on stay; root clears and sets them."""
+    host = "unix:///run/nvidia-dcgm/nv-hostengine.sock"
+    rc, out = podman_exec("gpu01", "stat", "-c", "%U %a", "/run/nvidia-dcgm")
+    assert rc == 0 and out.split() == ["root", "700"], out
+    rc, out = podman_exec("gpu01", "cat", "/etc/clusterforge/dcgm-hostengine")
+    assert rc == 0 and out.strip() == host, out
+
+    def watches():
+        rc, out = podman_exec("gpu01", "dcgmi", "health", "--host", host, "-f")
+        assert rc == 0, out
+        return [line.split("|")[1].strip() for line in out.splitlines() if line.count("|") == 3 and "| On " in line]
+
+    before = watches()
+    assert "PCIe" in before and "Memory" in before, before
+    for argv in (["dcgmi", "health", "--host", host, "--clear"], ["dcgmi", "health", "--clear"]):
+        rc, out = podman_exec("gpu01", *(AS_NOBODY + argv))
+        assert rc == 247 and "unable to establish a connection to the specified host" in out, (argv, rc, out)
+    assert watches() == before
+    rc, out = podman_exec("gpu01", "python3", "-c", CONNECT, "127.0.0.1", "5555")
+    assert rc == 0 and out == "refused", out
+    # the owner's way: root clears them, and sets them back as the dcgm role does
+    rc, out = podman_exec("gpu01", "dcgmi", "health", "--host", host, "--clear")
+    assert rc == 0 and watches() == [], out
+    rc, out = podman_exec("gpu01", "dcgmi", "health", "--host", host, "-s", "a")
+    assert rc == 0 and watches() == before, out
+
+
 def test_no_one_else_can_plant_a_file_where_the_storage_test_writes(converged):  # pylint: disable=unused-argument
     path = "/mnt/cflab/checkpoints/validate"
     rc, out = podman_exec("gpu01", "stat", "-c", "%u %a", path)

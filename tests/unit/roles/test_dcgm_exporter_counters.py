@@ -273,14 +273,14 @@ def _unit(**variables):
 
 def test_the_unit_passes_the_file_with_f_and_the_web_configuration():
     (start,) = [line for line in _unit().splitlines() if line.startswith("ExecStart=")]
-    assert start == ("ExecStart=/usr/bin/dcgm-exporter -r localhost:5555 -a 10.77.0.21:9400 "
-                     "-f /etc/dcgm-exporter/clusterforge-counters.csv "
+    assert start == ("ExecStart=/usr/bin/dcgm-exporter -r unix:///run/nvidia-dcgm/nv-hostengine.sock "
+                     "-a 10.77.0.21:9400 -f /etc/dcgm-exporter/clusterforge-counters.csv "
                      "--web-config-file /etc/clusterforge/monitoring/web-config.yml")
     (start,) = [line for line in _unit(dcgm_exporter_collectors_manage=False, dcgm_exporter_collectors_file="/etc/site/c.csv")
                 .splitlines() if line.startswith("ExecStart=")]
     assert " -f /etc/site/c.csv --web-config-file " in start
     (start,) = [line for line in _unit(dcgm_exporter_collectors_manage=False, dcgm_exporter_collectors_file=None,
-                                       dcgm_exporter_web_config_file=None)
+                                       dcgm_exporter_web_config_file=None, dcgm_hostengine_socket_path=None)
                 .splitlines() if line.startswith("ExecStart=")]
     assert start == "ExecStart=/usr/bin/dcgm-exporter -r localhost:5555 -a 10.77.0.21:9400"
 
