@@ -253,6 +253,8 @@ def _listeners(inv, rules):
                     out.setdefault(host, []).append((value, name, "%s (%s)" % (name, entry.get("service", role))))
         for fixed in rules[role]["fixed_ports"]:
             for host in inv.role_hosts(role):
+                if any(inv.effective(host, role, name) not in (None, False, "") for name in fixed.get("unless") or []):
+                    continue  # an option that moves the daemon off this port is set (nv-hostengine on its socket)
                 out.setdefault(host, []).append((fixed["port"], None, "%s (a fixed port)" % fixed["service"]))
     return out
 

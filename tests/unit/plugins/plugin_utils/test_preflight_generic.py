@@ -150,10 +150,14 @@ def test_the_exporter_on_slurmds_port():
 
 
 def test_a_port_listening_on_other_hosts_than_its_role():
-    # slurmd listens on the GPU nodes though slurm_controller sets its port; nv-hostengine's is fixed.
-    errs = ports(head01={"slurm_controller_slurmd_port": 5555}, gpu_nodes={"dcgm_exporter_enabled": True})
+    # slurmd listens on the GPU nodes though slurm_controller sets its port; nv-hostengine's is fixed (where it has
+    # no socket: dcgm_hostengine_socket_path null).
+    errs = ports(head01={"slurm_controller_slurmd_port": 5555},
+                 gpu_nodes={"dcgm_exporter_enabled": True, "dcgm_hostengine_socket_path": None})
     assert "gpu01, gpu02: slurm_controller_slurmd_port (slurmd): port 5555 is also the port of nv-hostengine " \
            "(a fixed port) on this host; each service needs its own port" in errs, errs
+    # on its socket (the default) the host engine has no TCP port
+    assert ports(head01={"slurm_controller_slurmd_port": 5555}, gpu_nodes={"dcgm_exporter_enabled": True}) == []
 
 
 def test_mariadb_fixed_port_on_the_controller():
