@@ -61,7 +61,8 @@ if [ -f "$FAKE_DIR/{name}.hang" ] || [ -f "$FAKE_DIR/{name}.$1.hang" ] || [ -f "
   sleep 30 & echo $! > "$FAKE_DIR/{name}.sleep.pid"; wait; exit 0
 fi
 if [ "$1" = update ]; then exit 0; fi
-if [ "$1" = health ] && case " $* " in *" -s "*) true ;; *) false ;; esac; then : > "$FAKE_DIR/dcgmi.watches"; echo "Health monitor systems set successfully."; exit 0; fi
+case "$1: $* " in "health:"*" -s "*)
+  : > "$FAKE_DIR/dcgmi.watches"; echo "Health monitor systems set successfully."; exit 0 ;; esac
 if [ "{name}" = dcgmi ] && [ -f "$FAKE_DIR/dcgmi.needs-watches" ] && [ ! -f "$FAKE_DIR/dcgmi.watches" ]; then
   echo "Error: Health watches not enabled. Please enable watches. "; exit 255
 fi
