@@ -14,15 +14,18 @@ __metaclass__ = type
 
 from ansible.module_utils.common.text.converters import to_text
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import DEFAULT_VALIDATION_PROFILE, VALIDATION_PROFILES
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_common import (
     ValidationError,
     _is_map,
     _number,
 )
 
+# The NCCL figures default to the catalogue's default platform (module_utils/hardware.py); the role passes its
+# profile's figures (validate_profile), which a user's validate_thresholds override.
 DEFAULT_THRESHOLDS = {
-    "nccl_single_node_busbw_gbps": 370,
-    "nccl_multi_node_busbw_gbps": 385,
+    "nccl_single_node_busbw_gbps": VALIDATION_PROFILES[DEFAULT_VALIDATION_PROFILE]["nccl_single_node_busbw_gbps"],
+    "nccl_multi_node_busbw_gbps": VALIDATION_PROFILES[DEFAULT_VALIDATION_PROFILE]["nccl_multi_node_busbw_gbps"],
     "nccl_min_fraction": 0.9,
     "ib_write_bw_min_fraction": 0.95,
     "storage_write_gbytes_per_s_per_node": 1.0,

@@ -4,8 +4,9 @@
 """Preflight rules: GPUs, power, clocks, rack power budget, driver, DCGM, NCCL and the fabric, across hosts.
 
 Every rule reads the GPU model of each GPU node (``cluster_gpu_type``) and judges the values the roles will use
-against :data:`GPU_PROFILES`, the figures NVIDIA publishes for that model. A figure that is not known with
-confidence is ``None`` in the table, and the rule that needs it is skipped for that model rather than guessed.
+against the hardware catalogue (plugins/module_utils/hardware.py GPU_MODELS), the figures NVIDIA publishes for that
+model, with their sources. A figure that is not known with confidence is ``None`` in the table, and the rule that
+needs it is skipped for that model rather than guessed.
 
 The rack power budget is judged over the whole rack (every GPU node of the inventory with the same
 ``gpu_tuning_rack``), where roles/gpu_tuning/tasks/budget.yml can only see the hosts of one play's batch.
@@ -21,6 +22,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import hostengine_problem, socket_path_problem
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import GPU_MODELS
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.gpu_power import rack_plan
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
     MISSING,
@@ -28,153 +30,6 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
     type_name,
 )
 
-# GPU models, keyed by cluster_gpu_type. Fields:
-#   name                  what messages call the model
-#   architecture          volta, ampere, ada, hopper or blackwell
-#   gpus_per_node_max     GPUs one node can hold (HGX/DGX boards 8, GB200 compute trays 4, 4U PCIe servers 10)
-#   power_min_watts       power.min_limit (nvidia-smi -pl floor); None: not known with confidence
-#   power_max_watts       power.max_limit (nvidia-smi -pl ceiling); also the default limit the rack budget uses
-#                         when no cap is set, unless power_default_watts says otherwise
-#   power_default_watts   the default limit when it is below power_max_watts (None: same as power_max_watts)
-#   sm_clock_max_mhz      clocks.max.sm: the highest -lgc max / -ac graphics value
-#   memory_clock_max_mhz  clocks.max.memory: the highest -lmc max / -ac memory value
-#   open_kernel_module    "unsupported" (pre-Turing), "supported", "recommended" (Hopper) or "required" (Blackwell)
-#   min_branch/max_branch the driver branches that support the model (None: no bound known with confidence)
-#   mig                   whether the model supports MIG (None: not listed by NVIDIA, rule skipped)
-#   nvswitch              "hgx8": an 8-GPU node of this model is an HGX/DGX board whose GPUs talk through NVSwitch
-#                         (Fabric Manager required); "never": no NVSwitch exists for the model; None: either
-# Sources (abbreviated in the comments): PRACTICE = /work/shared/PRACTICE.md section 1; DS = NVIDIA's product
-# datasheet of the model; MIG = NVIDIA MIG user guide, "Supported GPUs"; KM = NVIDIA driver installation guide,
-# "Kernel Modules" (open modules: Turing and newer, from R515; proprietary required for Maxwell/Pascal/Volta) and
-# NVIDIA's "transitions fully towards open-source GPU kernel modules" (Grace Hopper and Blackwell: open only);
-# R580 = NVIDIA: R580 is the last driver branch for Maxwell, Pascal and Volta (legacy 580 branch).
-GPU_PROFILES = {
-    # PRACTICE: -pl range 200-700 W (SXM TDP 700 W), SM max 1980 MHz, -ac 2619,1980; DS; MIG; KM (open recommended);
-    # Hopper support from R525 (first LTSB for H100).
-    "h100": {"name": "H100 SXM", "architecture": "hopper", "gpus_per_node_max": 8,
-             "power_min_watts": 200, "power_max_watts": 700, "power_default_watts": None,
-             "sm_clock_max_mhz": 1980, "memory_clock_max_mhz": 2619,
-             "open_kernel_module": "recommended", "min_branch": 525, "max_branch": None,
-             "mig": True, "nvswitch": "hgx8"},
-    # DS H100 PCIe: 300-350 W configurable; PRACTICE (NVIDIA final H100 spec table): PCIe boost 1755 MHz; MIG.
-    "h100_pcie": {"name": "H100 PCIe", "architecture": "hopper", "gpus_per_node_max": 10,
-                  "power_min_watts": None, "power_max_watts": 350, "power_default_watts": None,
-                  "sm_clock_max_mhz": 1755, "memory_clock_max_mhz": None,
-                  "open_kernel_module": "recommended", "min_branch": 525, "max_branch": None,
-                  "mig": True, "nvswitch": "never"},
-    # DS H100 NVL: 350-400 W configurable, NVLink bridges (no NVSwitch); MIG (H100-PCIE 94GB). Clocks not confirmed.
-    "h100_nvl": {"name": "H100 NVL", "architecture": "hopper", "gpus_per_node_max": 10,
-                 "power_min_watts": None, "power_max_watts": 400, "power_default_watts": None,
-                 "sm_clock_max_mhz": None, "memory_clock_max_mhz": None,
-                 "open_kernel_module": "recommended", "min_branch": 525, "max_branch": None,
-                 "mig": True, "nvswitch": "never"},
-    # DS H200 SXM: up to 700 W; PRACTICE: -q -d CLOCK Max Graphics 1980 MHz, -ac 3201,1980; MIG. Floor not confirmed.
-    "h200": {"name": "H200 SXM", "architecture": "hopper", "gpus_per_node_max": 8,
-             "power_min_watts": None, "power_max_watts": 700, "power_default_watts": None,
-             "sm_clock_max_mhz": 1980, "memory_clock_max_mhz": 3201,
-             "open_kernel_module": "recommended", "min_branch": 525, "max_branch": None,
-             "mig": True, "nvswitch": "hgx8"},
-    # DS H200 NVL: up to 600 W, NVLink bridges; MIG. Clocks not confirmed.
-    "h200_nvl": {"name": "H200 NVL", "architecture": "hopper", "gpus_per_node_max": 10,
-                 "power_min_watts": None, "power_max_watts": 600, "power_default_watts": None,
-                 "sm_clock_max_mhz": None, "memory_clock_max_mhz": None,
-                 "open_kernel_module": "recommended", "min_branch": 525, "max_branch": None,
-                 "mig": True, "nvswitch": "never"},
-    # H800 SXM: the H100 SXM5 board with fewer NVLinks (DS: 700 W, same clocks). MIG not listed by NVIDIA.
-    "h800": {"name": "H800 SXM", "architecture": "hopper", "gpus_per_node_max": 8,
-             "power_min_watts": None, "power_max_watts": 700, "power_default_watts": None,
-             "sm_clock_max_mhz": 1980, "memory_clock_max_mhz": None,
-             "open_kernel_module": "recommended", "min_branch": 525, "max_branch": None,
-             "mig": None, "nvswitch": "hgx8"},
-    # H800 PCIe: the H100 PCIe board (DS: 350 W). Clocks not confirmed.
-    "h800_pcie": {"name": "H800 PCIe", "architecture": "hopper", "gpus_per_node_max": 10,
-                  "power_min_watts": None, "power_max_watts": 350, "power_default_watts": None,
-                  "sm_clock_max_mhz": None, "memory_clock_max_mhz": None,
-                  "open_kernel_module": "recommended", "min_branch": 525, "max_branch": None,
-                  "mig": None, "nvswitch": "never"},
-    # DS A100 SXM4: 400 W TDP, up to 500 W on custom-thermal (CTS) HGX boards (the ceiling used here), boost
-    # 1410 MHz; memory clock differs between 40 GB and 80 GB; MIG; Ampere support from R450 (CUDA 11.0).
-    "a100": {"name": "A100 SXM4", "architecture": "ampere", "gpus_per_node_max": 8,
-             "power_min_watts": None, "power_max_watts": 500, "power_default_watts": 400,
-             "sm_clock_max_mhz": 1410, "memory_clock_max_mhz": None,
-             "open_kernel_module": "supported", "min_branch": 450, "max_branch": None,
-             "mig": True, "nvswitch": "hgx8"},
-    # DS A100 PCIe: 250 W (40 GB) / 300 W (80 GB), boost 1410 MHz; MIG.
-    "a100_pcie": {"name": "A100 PCIe", "architecture": "ampere", "gpus_per_node_max": 10,
-                  "power_min_watts": None, "power_max_watts": 300, "power_default_watts": None,
-                  "sm_clock_max_mhz": 1410, "memory_clock_max_mhz": None,
-                  "open_kernel_module": "supported", "min_branch": 450, "max_branch": None,
-                  "mig": True, "nvswitch": "never"},
-    # A800 SXM4: the A100 SXM4 board with fewer NVLinks (DS: 400 W, boost 1410 MHz). MIG not listed by NVIDIA.
-    "a800": {"name": "A800 SXM4", "architecture": "ampere", "gpus_per_node_max": 8,
-             "power_min_watts": None, "power_max_watts": 400, "power_default_watts": None,
-             "sm_clock_max_mhz": 1410, "memory_clock_max_mhz": None,
-             "open_kernel_module": "supported", "min_branch": 450, "max_branch": None,
-             "mig": None, "nvswitch": "hgx8"},
-    # A800 PCIe (DS: 300 W, boost 1410 MHz).
-    "a800_pcie": {"name": "A800 PCIe", "architecture": "ampere", "gpus_per_node_max": 10,
-                  "power_min_watts": None, "power_max_watts": 300, "power_default_watts": None,
-                  "sm_clock_max_mhz": 1410, "memory_clock_max_mhz": None,
-                  "open_kernel_module": "supported", "min_branch": 450, "max_branch": None,
-                  "mig": None, "nvswitch": "never"},
-    # DS HGX B200: up to 1,000 W per GPU; KM: Blackwell needs the open modules; Blackwell support from R570; MIG.
-    # Clocks not confirmed.
-    "b200": {"name": "B200", "architecture": "blackwell", "gpus_per_node_max": 8,
-             "power_min_watts": None, "power_max_watts": 1000, "power_default_watts": None,
-             "sm_clock_max_mhz": None, "memory_clock_max_mhz": None,
-             "open_kernel_module": "required", "min_branch": 570, "max_branch": None,
-             "mig": True, "nvswitch": "hgx8"},
-    # DS HGX B100: up to 700 W per GPU; KM; R570. MIG not listed by NVIDIA.
-    "b100": {"name": "B100", "architecture": "blackwell", "gpus_per_node_max": 8,
-             "power_min_watts": None, "power_max_watts": 700, "power_default_watts": None,
-             "sm_clock_max_mhz": None, "memory_clock_max_mhz": None,
-             "open_kernel_module": "required", "min_branch": 570, "max_branch": None,
-             "mig": None, "nvswitch": "hgx8"},
-    # DS GB200 NVL72: up to 1,200 W per Blackwell GPU, 4 GPUs per compute tray; KM; R570; MIG. The NVLink switch
-    # trays are outside the node, so no NVSwitch rule.
-    "gb200": {"name": "GB200", "architecture": "blackwell", "gpus_per_node_max": 4,
-              "power_min_watts": None, "power_max_watts": 1200, "power_default_watts": None,
-              "sm_clock_max_mhz": None, "memory_clock_max_mhz": None,
-              "open_kernel_module": "required", "min_branch": 570, "max_branch": None,
-              "mig": True, "nvswitch": None},
-    # DS L40S: 350 W max, boost 2520 MHz; no MIG (MIG list).
-    "l40s": {"name": "L40S", "architecture": "ada", "gpus_per_node_max": 8,
-             "power_min_watts": None, "power_max_watts": 350, "power_default_watts": None,
-             "sm_clock_max_mhz": 2520, "memory_clock_max_mhz": None,
-             "open_kernel_module": "supported", "min_branch": None, "max_branch": None,
-             "mig": False, "nvswitch": "never"},
-    # DS L40: 300 W max, boost 2490 MHz; no MIG.
-    "l40": {"name": "L40", "architecture": "ada", "gpus_per_node_max": 8,
-            "power_min_watts": None, "power_max_watts": 300, "power_default_watts": None,
-            "sm_clock_max_mhz": 2490, "memory_clock_max_mhz": None,
-            "open_kernel_module": "supported", "min_branch": None, "max_branch": None,
-            "mig": False, "nvswitch": "never"},
-    # DS L4: 72 W max, configurable down to 40 W, boost 2040 MHz; no MIG.
-    "l4": {"name": "L4", "architecture": "ada", "gpus_per_node_max": 8,
-           "power_min_watts": 40, "power_max_watts": 72, "power_default_watts": None,
-           "sm_clock_max_mhz": 2040, "memory_clock_max_mhz": None,
-           "open_kernel_module": "supported", "min_branch": None, "max_branch": None,
-           "mig": False, "nvswitch": "never"},
-    # DS A10: 150 W max, boost 1695 MHz; no MIG.
-    "a10": {"name": "A10", "architecture": "ampere", "gpus_per_node_max": 8,
-            "power_min_watts": None, "power_max_watts": 150, "power_default_watts": None,
-            "sm_clock_max_mhz": 1695, "memory_clock_max_mhz": None,
-            "open_kernel_module": "supported", "min_branch": None, "max_branch": None,
-            "mig": False, "nvswitch": "never"},
-    # DS V100 SXM2: 300 W, boost 1530 MHz; KM: Volta needs the proprietary modules; R580 is its last branch;
-    # no MIG; 8-GPU HGX-1 boards use a hybrid cube mesh (no NVSwitch), HGX-2 uses NVSwitch: no rule.
-    "v100": {"name": "V100 SXM2", "architecture": "volta", "gpus_per_node_max": 8,
-             "power_min_watts": None, "power_max_watts": 300, "power_default_watts": None,
-             "sm_clock_max_mhz": 1530, "memory_clock_max_mhz": None,
-             "open_kernel_module": "unsupported", "min_branch": None, "max_branch": 580,
-             "mig": False, "nvswitch": None},
-    # DS V100 PCIe: 250 W, boost 1380 MHz; KM; R580.
-    "v100_pcie": {"name": "V100 PCIe", "architecture": "volta", "gpus_per_node_max": 10,
-                  "power_min_watts": None, "power_max_watts": 250, "power_default_watts": None,
-                  "sm_clock_max_mhz": 1380, "memory_clock_max_mhz": None,
-                  "open_kernel_module": "unsupported", "min_branch": None, "max_branch": 580,
-                  "mig": False, "nvswitch": "never"},
-}
 ARCH_NAMES = {"volta": "Volta", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
               "blackwell": "Blackwell"}
 # Open GPU kernel modules exist from this branch on (KM).
@@ -243,7 +98,7 @@ def profile_of(inv, host):
     gtype = inv.get(host, "cluster_gpu_type")
     if not isinstance(gtype, str):
         return None
-    return GPU_PROFILES.get(gtype.strip().lower())
+    return GPU_MODELS.get(gtype.strip().lower())
 
 
 def _whole(value, allow_float=False):

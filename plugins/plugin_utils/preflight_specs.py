@@ -55,7 +55,7 @@ KNOWN_GLOBALS = (
     # Helpers of the lab inventory's Lustre layout (inventories/lab/group_vars/lustre_*).
     "cluster_lustre_fsname", "cluster_lustre_mgs_nids", "cluster_lustre_mds_targets", "cluster_lustre_oss_targets",
     # playbooks/validate.yml.
-    "validate_profile", "validate_profiles", "validate_thresholds", "validate_models",
+    "validate_profile", "validate_thresholds", "validate_models",
     "validate_checkpoint_interval_minutes", "validate_dcgm_level", "validate_dcgm_timeout_seconds",
     "validate_fetch_dir", "validate_report_dir", "validate_gpus_per_node", "validate_ib_ports_per_node",
     "validate_ib_write_bw_hcas", "validate_ib_write_bw_iterations", "validate_ib_write_bw_size_bytes",
@@ -481,6 +481,9 @@ RETIRED = {
                                         "play); set slurm_compute_nvidia_smi_path instead",
     "lustre_client_verify": "the role's verify phase was removed: ansible.posix.mount mounts what is not mounted and "
                             "clusterforge.gpu.lctl_param reads back every tuning it sets",
+    "validate_profiles": "the validation profiles live in the collection's hardware catalogue "
+                         "(plugins/module_utils/hardware.py); pick one with validate_profile, and adjust a threshold "
+                         "with validate_thresholds",
 }
 
 

@@ -13,33 +13,27 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import re
 
-
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import VALIDATION_PROFILES
 from ansible_collections.clusterforge.gpu.plugins.module_utils.nccl_tests import size_problem
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import DEFAULT_THRESHOLDS
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
-    COLLECTION_ROOT,
     MISSING,
     is_number,
-    read_yaml,
     type_name,
 )
 
-PROFILES_FILE = os.path.join(COLLECTION_ROOT, "roles", "validate", "vars", "main.yml")
 FRACTIONS = ("nccl_min_fraction", "ib_write_bw_min_fraction")
 # The type and range of every number (and an absolute path for a type path option) are judged for every role by
 # the spec rules with the ranges of roles/validate/meta/preflight.yml (preflight_specs, preflight_generic).
 ABSOLUTE_PATHS = ("validate_storage_path", "validate_report_dir")
 HCA_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_PROFILES = {}
 
 
 def profiles():
-    if "p" not in _PROFILES:
-        _PROFILES["p"] = read_yaml(PROFILES_FILE).get("validate_profiles") or {}
-    return _PROFILES["p"]
+    """The validation profiles of the hardware catalogue (module_utils/hardware.py), as the role reads them."""
+    return VALIDATION_PROFILES
 
 
 def check(inv, opts):
@@ -52,10 +46,10 @@ def check(inv, opts):
             profile = "%s_sxm_ndr" % gtype
             if isinstance(gtype, str) and profile not in known:
                 errors.append("%s: validate_profile: not set, and the default for cluster_gpu_type %s (%s) is not a "
-                              "hardware profile of validate.yml; set validate_profile to one of %s"
+                              "hardware profile of the catalogue; set validate_profile to one of %s"
                               % (host, gtype, profile, ", ".join(sorted(known))))
         elif not isinstance(profile, str) or profile not in known:
-            errors.append("%s: validate_profile: %r is not a hardware profile of validate.yml (known: %s)"
+            errors.append("%s: validate_profile: %r is not a hardware profile of the catalogue (known: %s)"
                           % (host, profile, ", ".join(sorted(known))))
     for host in inv.all_hosts:
         thresholds = inv.get(host, "validate_thresholds", MISSING)

@@ -5,12 +5,9 @@ import copy
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.filter.preflight import GPU_TYPES
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import GPU_MODELS
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import Inventory
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_gpu import (
-    GPU_PROFILES,
-    check,
-    warnings,
-)
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_gpu import check, warnings
 
 OPTS = {"lustre_enabled": True, "fabric_required": True, "strict": False, "rolling": False}
 GPU = {"cluster_gpu_type": "h100", "cluster_gpu_count_per_node": 8, "cluster_fabric_type": "infiniband"}
@@ -43,17 +40,17 @@ def one(out, message):
 
 def test_profiles_cover_every_gpu_type_with_the_same_node_maximum():
     for key, count in GPU_TYPES.items():
-        assert key in GPU_PROFILES, key
-        assert GPU_PROFILES[key]["gpus_per_node_max"] == count, key
+        assert key in GPU_MODELS, key
+        assert GPU_MODELS[key]["gpus_per_node_max"] == count, key
     for key in ("h100_pcie", "h100_nvl", "h200_nvl", "a100_pcie"):
-        assert key in GPU_PROFILES
+        assert key in GPU_MODELS
 
 
 def test_profiles_are_consistent():
     fields = {"name", "architecture", "gpus_per_node_max", "power_min_watts", "power_max_watts", "power_default_watts",
               "sm_clock_max_mhz", "memory_clock_max_mhz", "open_kernel_module", "min_branch", "max_branch", "mig",
               "nvswitch"}
-    for key, p in GPU_PROFILES.items():
+    for key, p in GPU_MODELS.items():
         assert set(p) == fields, key
         assert p["architecture"] in ("volta", "ampere", "ada", "hopper", "blackwell"), key
         if p["architecture"] == "blackwell":
@@ -62,7 +59,7 @@ def test_profiles_are_consistent():
             assert p["open_kernel_module"] == "recommended", key
         if p["power_min_watts"] is not None and p["power_max_watts"] is not None:
             assert p["power_min_watts"] < p["power_max_watts"], key
-    h100 = GPU_PROFILES["h100"]
+    h100 = GPU_MODELS["h100"]
     assert (h100["power_min_watts"], h100["power_max_watts"], h100["sm_clock_max_mhz"]) == (200, 700, 1980)
 
 

@@ -382,6 +382,9 @@ def test_a_retired_variable_is_named_as_such_not_as_a_typo():
     found = warnings(head01={"slurm_controller_nvidia_smi_path": "/usr/bin/nvidia-smi"})
     assert len(found) == 1 and "no longer read: each GPU node now describes itself" in found[0], found
     assert "set slurm_compute_nvidia_smi_path instead" in found[0]
+    # one letter from validate_profile, but retired (the hardware catalogue holds the profiles): named, not an error
+    found = warnings(all={"validate_profiles": {"mine": {"ib_rate_gbps": 200}}})
+    assert len(found) == 1 and "validate_profiles" in found[0] and "hardware catalogue" in found[0], found
 
 
 def test_a_variable_another_role_defines_is_not_flagged():

@@ -2,6 +2,7 @@
 
 import pytest
 
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import VALIDATION_PROFILES
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import Inventory
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_validate import check, profiles
 
@@ -21,13 +22,13 @@ def test_sound_defaults_pass():
                   validate_dcgm_timeout_seconds=900) == []
 
 
-def test_the_profiles_file_is_read():
-    assert "h100_sxm_ndr" in profiles()
+def test_the_profiles_are_the_hardware_catalogue():
+    assert profiles() is VALIDATION_PROFILES and "h100_sxm_ndr" in profiles()
 
 
 def test_unknown_profile():
     assert errors(validate_profile="h100_pcie_ndr")[0].startswith(
-        "gpu01: validate_profile: 'h100_pcie_ndr' is not a hardware profile of validate.yml")
+        "gpu01: validate_profile: 'h100_pcie_ndr' is not a hardware profile of the catalogue")
 
 
 def test_gpu_type_without_a_default_profile():
