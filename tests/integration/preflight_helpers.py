@@ -16,6 +16,14 @@ BIN = os.path.join(ROOT, ".venv", "bin")
 REJECTED = "preflight rejected the inventory; nothing was changed"
 
 
+def checkout_lines(out):
+    """The lines of an ansible run's output that name a file of this checkout: a run of the installed collection
+    has none. Python's warnings about the virtual environment's own packages (cryptography 51 warns of DSA at import,
+    naming its file under .venv) are not the collection and do not count."""
+    venv = os.path.join(ROOT, ".venv") + os.sep
+    return [line for line in out.splitlines() if ROOT in line.replace(venv, "")]
+
+
 def base_inventory():
     hosts = {
         "head01": {"cluster_mgmt_ip": "10.1.0.10", "cluster_fabric_ip": "10.2.0.10"},

@@ -11,7 +11,15 @@ import subprocess
 import pytest
 import yaml
 
-from integration.preflight_helpers import BIN, REJECTED, ROOT, assert_rejected_before_any_change, base_inventory, group_vars
+from integration.preflight_helpers import (
+    BIN,
+    REJECTED,
+    ROOT,
+    assert_rejected_before_any_change,
+    base_inventory,
+    checkout_lines,
+    group_vars,
+)
 
 PLAYBOOKS = ("site", "validate", "rolling_reconfigure", "preflight")
 
@@ -68,7 +76,7 @@ def test_playbook_runs_by_name_and_preflight_rejects_a_mistake(installed, playbo
     rc, out = _run(installed, ["-i", str(path), "clusterforge.gpu." + playbook] + extra)
     assert_rejected_before_any_change(rc, out, "validate_profile: 'b300_nvl' is not a hardware profile")
     assert REJECTED in out
-    assert ROOT not in out, "the run used the checkout, not the installed collection: " + out
+    assert checkout_lines(out) == [], "the run used the checkout, not the installed collection: " + out
 
 
 def test_site_by_name_resolves_every_stage_and_validation_phase(installed):

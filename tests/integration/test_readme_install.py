@@ -20,7 +20,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from integration.preflight_helpers import BIN, ROOT
+from integration.preflight_helpers import BIN, ROOT, checkout_lines
 
 README = os.path.join(ROOT, "README.md")
 GALAXY = yaml.safe_load(open(os.path.join(ROOT, "galaxy.yml"), encoding="utf-8"))
@@ -117,7 +117,7 @@ def test_readme_offline_install_then_preflight_from_the_installed_copy(workdir):
     assert "inventory passed preflight" in out, out
     where = run([os.path.join(BIN, "ansible-galaxy"), "collection", "list", "clusterforge.gpu"], workdir, env).stdout
     assert "# %s\n" % (collections / "ansible_collections") in where and ROOT not in where, where
-    assert ROOT not in out, "the run used the checkout, not the installed collection: " + out
+    assert checkout_lines(out) == [], "the run used the checkout, not the installed collection: " + out
 
 
 def test_readme_offline_install_names_a_missing_dependency_instead_of_fetching_it(workdir, tmp_path):

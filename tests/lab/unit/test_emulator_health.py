@@ -28,8 +28,11 @@ def hc(tmp_path_factory):
     path = folder / "cf_healthcheck_emu.py"
     with open(PROGRAM) as handle:
         path.write_text(handle.read())
-    # the modules the role installs beside it, which it imports
-    for name in ("slurm", "infiniband", "nvidia_smi", "healthcheck"):
+    # the modules the role installs beside it, which it imports (as roles/slurm_compute/tasks/config.yml names them)
+    with open(os.path.join(ROOT, "roles", "slurm_compute", "tasks", "config.yml")) as handle:
+        installed = re.findall(r"/clusterforge_(\w+)\.py", handle.read())
+    assert "healthcheck" in installed and "dcgm" in installed, installed
+    for name in installed:
         with open(os.path.join(ROOT, "plugins", "module_utils", name + ".py")) as handle:
             (folder / ("clusterforge_%s.py" % name)).write_text(handle.read())
     spec = importlib.util.spec_from_file_location("cf_healthcheck_emu", str(path))
