@@ -30,7 +30,7 @@ def mutate_model_without_size(inv):
 
 
 CASES = [
-    (mutate_unknown_profile, "gpu01: validate_profile: 'h100_sxm_xdr' is not a hardware profile of validate.yml"),
+    (mutate_unknown_profile, "gpu01: validate_profile: 'h100_sxm_xdr' is not a hardware profile of the catalogue"),
     (mutate_threshold_typo, "validate_thresholds.nccl_multi_node_busbw_gpbs: not a threshold validation knows"),
     (mutate_fraction_as_percent, "validate_thresholds.ib_write_bw_min_fraction: is a fraction of the nominal figure"),
     (mutate_relative_storage_path, "gpu01: validate_storage_path: must be an absolute path"),
