@@ -54,64 +54,6 @@ STRING_FIELDS = frozenset([
     "timestamp", "pstate", "board_id", "module_id", "gpu_recovery_action", "compute_mode",
 ])
 
-#: The order GPU settings are applied in, by the nvidia_smi module and by gpu_tuning's boot program (which imports
-#: this file): persistence mode first (what is set on a GPU no process holds open is lost when the driver unloads),
-#: then the power limit, application clocks and the locked clocks.
-SETTING_ORDER = ("persistence_mode", "power_limit_watts", "application_clocks", "locked_gpu_clocks",
-                 "locked_memory_clocks")
-#: The value of a clock option that returns it to the driver's default.
-SETTING_RESET = "reset"
-# Each clock option's setter and reset switch.
-_CLOCK_SETTERS = {"application_clocks": ("-ac", "-rac"), "locked_gpu_clocks": ("-lgc", "-rgc"),
-                  "locked_memory_clocks": ("-lmc", "-rmc")}
-
-
-def setter_args(option, value):
-    """The nvidia-smi arguments (after ``-i <gpu>``) that set one option of SETTING_ORDER to ``value``: a boolean
-    (persistence), watts, ``{"memory", "graphics"}`` (application clocks), ``{"min", "max"}`` (locks), or
-    SETTING_RESET for a clock option."""
-    if option == "persistence_mode":
-        return ["-pm", "1" if value else "0"]
-    if option == "power_limit_watts":
-        return ["-pl", str(value)]
-    setter, reset = _CLOCK_SETTERS[option]
-    if value == SETTING_RESET:
-        return [reset]
-    if option == "application_clocks":
-        return [setter, "%d,%d" % (value["memory"], value["graphics"])]
-    return [setter, "%d,%d" % (value["min"], value["max"])]
-
-
-def restore_args(record):
-    """The setters, in SETTING_ORDER, that put a GPU back into the state the nvidia_smi module recorded for it (one
-    GPU's entry of its state file). A null value is the driver's default, which is what a boot leaves: it needs no
-    command. Locks are set again with the values that were requested, so the driver clamps them as it did."""
-    out = []
-    for option in SETTING_ORDER:
-        value = record.get(option)
-        if value is None or (option in _CLOCK_SETTERS and not isinstance(value, dict)):
-            continue
-        if option != "application_clocks" and option in _CLOCK_SETTERS:
-            value = {"min": value.get("requested_min", value["min"]), "max": value.get("requested_max", value["max"])}
-        out.append(setter_args(option, value))
-    return out
-
-
-def gpu_matches(selector, index, uuid, bus_id):
-    """Whether one GPU selector (an item of the nvidia_smi module's ``gpus``, gpu_tuning_gpus) names this GPU: its
-    index (a number or its digits), its UUID (any case) or its PCI bus id (nvidia-smi's, ``lspci -D``'s or plain
-    ``lspci``'s spelling). The one rule of the module, the boot-time budget and every other caller."""
-    from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf  # pylint: disable=import-outside-toplevel
-    text = str(selector).strip()
-    if isinstance(selector, bool):
-        return False
-    if text.isdigit():
-        return index is not None and str(index).strip() == str(int(text))
-    if uuid is not None and text.lower() == str(uuid).strip().lower():
-        return True
-    return ":" in text and normalize_bdf(text) is not None and normalize_bdf(text) == normalize_bdf(bus_id)
-
-
 #: The fields the nvidia_smi module reads in its one ``--query-gpu`` call (csv,noheader,nounits).
 STATE_QUERY_FIELDS = [
     "index", "uuid", "pci.bus_id", "name", "persistence_mode",

@@ -2,7 +2,7 @@
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The thresholds of the validation judge: their defaults, the tolerances the checks allow and the reading of a
-user's overrides (``_thresholds``) and of an expected locked clock (``_clock_range``).
+user's overrides (``_thresholds``).
 
 plugins/plugin_utils/preflight_validate.py checks validate_thresholds against the same DEFAULT_THRESHOLDS, so the
 preflight and the judge cannot disagree on which keys exist.
@@ -38,10 +38,7 @@ DEFAULT_THRESHOLDS = {
 # Thresholds that are fractions of a nominal figure.
 _FRACTIONS = ("nccl_min_fraction", "ib_write_bw_min_fraction")
 
-POWER_TOLERANCE_W = 1.0
-# nvidia-smi cannot read locked clocks back (NVML has no getter); the check reads the current SM clock, which a
-# lock with min == max pins. H100/H200 clocks move in 15 MHz steps: allow one step.
-CLOCK_TOLERANCE_MHZ = 15
+# The GPU settings' tolerances are the contract's (module_utils/gpu_settings.py), shared with the rolling gate.
 # Clock event reasons that mean the GPU protects itself (heat, power brake); not the idle or power-cap reasons.
 _BAD_CLOCK_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "sw_thermal_slowdown", "hw_power_brake_slowdown")
 
@@ -67,18 +64,3 @@ def _thresholds(thresholds):
             raise ValidationError("validation_judge: threshold %s is a fraction (0 < x <= 1), got %r" % (key, value))
         merged[key] = int(number) if isinstance(value, int) and not isinstance(value, bool) else number
     return merged
-
-
-def _clock_range(value, host):
-    """The expected locked SM clock as (min, max) MHz: a number (min = max), [min, max] or {min, max}."""
-    if _is_map(value):
-        value = [value.get("min"), value.get("max")]
-    if isinstance(value, (list, tuple)):
-        if len(value) != 2 or _number(value[0]) is None or _number(value[1]) is None:
-            raise ValidationError("%s expected.sm_clock_locked_mhz: expected [min, max] in MHz, got %r" % (host, value))
-        low, high = sorted((_number(value[0]), _number(value[1])))
-        return low, high
-    number = _number(value)
-    if number is None:
-        raise ValidationError("%s expected.sm_clock_locked_mhz: expected MHz, got %r" % (host, value))
-    return number, number

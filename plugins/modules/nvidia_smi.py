@@ -279,71 +279,43 @@ diff:
 
 import copy
 import json
-import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_native
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._files import write_atomic
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
-from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import (
+from ansible_collections.clusterforge.gpu.plugins.module_utils.gpu_settings import (
+    LOCKS,
     SETTING_ORDER,
     SETTING_RESET,
-    STATE_QUERY_FIELDS,
+    STATE_FILE,
+    STATE_VERSION,
     gpu_matches,
+    parse_setting,
+    read_records,
+    setter_args,
+)
+from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import (
+    STATE_QUERY_FIELDS,
     parse_locked_clocks_output,
     parse_locked_memory_clocks_output,
     parse_query_csv,
     parse_supported_clocks,
-    setter_args,
     to_bool,
 )
 from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
 
-STATE_VERSION = 1
 META_KEYS = ("index", "pci_bus_id", "name")
 SETTING_KEYS = SETTING_ORDER
 RESET = SETTING_RESET
-# Locked clocks have no NVML getter: they are compared with the state file and verified from the setter's message.
-LOCKS = ("locked_gpu_clocks", "locked_memory_clocks")
-# Each clock option: its reset switch and the keys of its value.
+# Locked clocks (LOCKS) have no NVML getter: they are compared with the state file and verified from the setter's
+# message.
+# Each clock option and its reset switch.
 CLOCK_OPTIONS = (
-    ("locked_gpu_clocks", "reset_locked_gpu_clocks", ("min", "max")),
-    ("locked_memory_clocks", "reset_locked_memory_clocks", ("min", "max")),
-    ("application_clocks", "reset_application_clocks", ("memory", "graphics")),
+    ("locked_gpu_clocks", "reset_locked_gpu_clocks"),
+    ("locked_memory_clocks", "reset_locked_memory_clocks"),
+    ("application_clocks", "reset_application_clocks"),
 )
-
-
-class RequestError(Exception):
-    pass
-
-
-def clock_request(params, option, reset_option, keys):
-    """What the task asks of one clock option: None (not managed), ``reset``, or a dict of MHz values.
-
-    The argument spec has checked the shape already (a dict of exactly ``keys``, integers, or the reset switch,
-    never both). This checks what an argument spec cannot say: no boolean, no negative value, a positive ``max``
-    (``memory``, ``graphics``), ``min`` <= ``max``.
-    """
-    if params.get(reset_option):
-        return RESET
-    value = params.get(option)
-    if value is None:
-        return None
-    request = {}
-    for key in keys:
-        number = value[key]
-        what = "%s.%s" % (option, key)
-        if isinstance(number, bool):
-            raise RequestError("%s must be a whole number of MHz, got %r" % (what, number))
-        if number < 0:
-            raise RequestError("%s must not be negative, got %d" % (what, number))
-        if number == 0 and key != "min":
-            raise RequestError("%s must be a positive number of MHz, got 0" % what)
-        request[key] = number
-    if "min" in request and request["min"] > request["max"]:
-        raise RequestError("%s: min (%d) must not be greater than max (%d)" % (option, request["min"], request["max"]))
-    return request
 
 
 def _display(value):
@@ -389,16 +361,22 @@ class NvidiaSmi(object):
         self.setter_cmds = []
         self.setter_results = {}
         self.old_gpus = {}
-        want = {"persistence_mode": self.params["persistence_mode"],
-                "power_limit_watts": self.params["power_limit_watts"]}
-        try:
-            for option, reset_option, keys in CLOCK_OPTIONS:
-                want[option] = clock_request(self.params, option, reset_option, keys)
-        except RequestError as e:
-            module.fail_json(msg=to_native(e))
-        if want["power_limit_watts"] is not None and want["power_limit_watts"] <= 0:
-            module.fail_json(msg="power_limit_watts must be a positive number of watts")
-        self.want = dict((k, v) for k, v in want.items() if v is not None)
+        # The argument spec has checked the shapes; the contract's one reader (module_utils/gpu_settings.py, as
+        # preflight and the judges read the inventory) checks what a spec cannot say: no boolean or negative number,
+        # a positive power, max and graphics, min <= max. A reset switch asks the value reset.
+        asked = dict((option, self.params[option]) for option in ("persistence_mode", "power_limit_watts"))
+        for option, reset_option in CLOCK_OPTIONS:
+            asked[option] = RESET if self.params.get(reset_option) else self.params.get(option)
+        self.want = {}
+        problems = []
+        for option in SETTING_ORDER:
+            value, problem = parse_setting(option, asked[option])
+            if problem:
+                problems.append(problem)
+            elif value is not None:
+                self.want[option] = value
+        if problems:
+            module.fail_json(msg="; ".join(problems), problems=problems)
         self.runner = ToolRunner(module, "nvidia-smi", self.params["nvidia_smi_path"], option="nvidia_smi_path")
         self.state_path = self.params["state_file"]
 
@@ -445,19 +423,10 @@ class NvidiaSmi(object):
         return sorted(chosen, key=lambda r: r["index"])
 
     def load_state(self):
-        empty = {"version": STATE_VERSION, "gpus": {}}
-        if not os.path.exists(self.state_path):
-            return empty
-        try:
-            with open(self.state_path) as f:
-                data = json.load(f)
-        except (IOError, OSError, ValueError) as e:
-            self.module.warn("ignoring unreadable state file %s: %s" % (self.state_path, to_native(e)))
-            return empty
-        if not isinstance(data, dict) or not isinstance(data.get("gpus"), dict):
-            self.module.warn("ignoring state file %s: unexpected content" % self.state_path)
-            return empty
-        return data
+        records, problem = read_records(self.state_path)
+        if problem:
+            self.module.warn("ignoring the state file: %s" % problem)
+        return {"version": STATE_VERSION, "gpus": records}
 
     # ---------------------------------------------------------------------------------------------- plan
 
@@ -802,10 +771,10 @@ def main():
             reset_locked_gpu_clocks=dict(type="bool"),
             reset_locked_memory_clocks=dict(type="bool"),
             reset_application_clocks=dict(type="bool"),
-            state_file=dict(type="path", default="/etc/clusterforge/nvidia_smi_state.json"),
+            state_file=dict(type="path", default=STATE_FILE),
             nvidia_smi_path=dict(type="path"),
         ),
-        mutually_exclusive=[[option, reset_option] for option, reset_option, _keys in CLOCK_OPTIONS],
+        mutually_exclusive=[[option, reset_option] for option, reset_option in CLOCK_OPTIONS],
         required_one_of=[["persistence_mode", "power_limit_watts", "locked_gpu_clocks", "locked_memory_clocks",
                           "application_clocks", "reset_locked_gpu_clocks", "reset_locked_memory_clocks",
                           "reset_application_clocks"]],

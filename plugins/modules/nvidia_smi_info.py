@@ -28,6 +28,12 @@ options:
     description:
       - Path of the C(nvidia-smi) binary. Looked up on E(PATH) and in the sbin directories when omitted.
     type: path
+  state_file:
+    description:
+      - "The state file of M(clusterforge.gpu.nvidia_smi) (its O(clusterforge.gpu.nvidia_smi#module:state_file)):
+        each GPU's RV(gpus[].applied) is what that module recorded as applied to it. Only read."
+    type: path
+    default: /etc/clusterforge/nvidia_smi_state.json
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
   - clusterforge.gpu.attributes.INFO_MODULE
@@ -78,6 +84,16 @@ truncated:
   returned: always
   type: bool
   sample: false
+state_file:
+  description: The state file read for RV(gpus[].applied).
+  returned: always
+  type: str
+  sample: /etc/clusterforge/nvidia_smi_state.json
+state_file_problem:
+  description: Why the state file could not be read (then no GPU has a record); V(null) when it was read or is absent.
+  returned: always
+  type: str
+  sample: null
 gpus:
   description: One entry per GPU, in index order. Values the driver does not report are V(null).
   returned: always
@@ -169,6 +185,15 @@ gpus:
       description: The GPU temperature in Celsius.
       type: int
       sample: 34
+    applied:
+      description:
+        - What M(clusterforge.gpu.nvidia_smi) recorded as applied to this GPU (by UUID) in O(state_file), the record
+          its boot program restores; V(null) when it recorded nothing for this GPU.
+        - C(locked_gpu_clocks)/C(locked_memory_clocks) hold the range the driver clamped the lock to and the one
+          requested; V(null) for a setting means it was reset to the driver's default.
+      type: dict
+      sample: {"persistence_mode": true, "power_limit_watts": 700,
+               "locked_gpu_clocks": {"min": 1980, "max": 1980, "requested_min": 1980, "requested_max": 1980}}
 topology:
   description:
     - The C(nvidia-smi topo -m) matrix. V(null) when O(topology=false) or when the command failed.
@@ -206,6 +231,7 @@ topology:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner
+from ansible_collections.clusterforge.gpu.plugins.module_utils.gpu_settings import STATE_FILE, read_records, record_of
 from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import parse_topo_matrix, read_gpus
 
 
@@ -214,11 +240,15 @@ def main():
         argument_spec=dict(
             topology=dict(type="bool", default=True),
             nvidia_smi_path=dict(type="path"),
+            state_file=dict(type="path", default=STATE_FILE),
         ),
         supports_check_mode=True,
     )
     runner = ToolRunner(module, "nvidia-smi", module.params["nvidia_smi_path"], option="nvidia_smi_path")
     data = read_gpus(runner, module.warn)
+    records, problem = read_records(module.params["state_file"])
+    for gpu in data["gpus"]:
+        gpu["applied"] = record_of(records, gpu.get("uuid"))
 
     topology = None
     if module.params["topology"]:
@@ -235,6 +265,8 @@ def main():
         gpu_count=len(data["gpus"]),
         truncated=data["truncated"],
         gpus=data["gpus"],
+        state_file=module.params["state_file"],
+        state_file_problem=problem,
         topology=topology,
     )
 

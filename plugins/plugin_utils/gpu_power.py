@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import gpu_matches
+from ansible_collections.clusterforge.gpu.plugins.module_utils.gpu_settings import selected
 
 
 def node_power(gpus, selection=None, cap_watts=None, overhead_watts=0):
@@ -22,8 +22,7 @@ def node_power(gpus, selection=None, cap_watts=None, overhead_watts=0):
     ``power_limit_w``). Returns ``{gpus, gpu_watts, overhead_watts, total_watts}`` (watts rounded to 0.1)."""
     total = 0.0
     for gpu in gpus or []:
-        chosen = selection is None or any(gpu_matches(s, gpu.get("index"), gpu.get("uuid"), gpu.get("pci_bus_id"))
-                                          for s in selection)
+        chosen = selected(selection, gpu)
         watts = cap_watts if (chosen and cap_watts is not None) else gpu.get("power_limit_w")
         total += float(watts or 0)
     overhead = float(overhead_watts or 0)

@@ -27,7 +27,8 @@ import ipaddress
 import re
 
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.bios_attributes import merge_table
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING, is_host_name, type_name
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING, is_host_name
+from ansible_collections.clusterforge.gpu.plugins.module_utils.values import type_name
 
 ROLE = "bios"
 GROUP = "gpu_nodes"

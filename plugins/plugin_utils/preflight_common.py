@@ -24,6 +24,7 @@ import re
 
 import yaml
 
+
 try:
     from jinja2 import Undefined as _JinjaUndefined
 except ImportError:  # pragma: no cover - jinja2 always comes with ansible-core
@@ -133,34 +134,6 @@ def is_host_name(value):
     IPv4 address or nothing, which each caller judges as an address."""
     return (isinstance(value, str) and bool(_HOST_NAME_RE.match(value))
             and not _DIGITS_AND_DOTS_RE.match(value))
-
-
-def is_int(value):
-    """A real integer (not a bool, not a string of digits)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def is_number(value):
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def type_name(value):
-    """The YAML-ish name of a value's type, for messages."""
-    if isinstance(value, bool):
-        return "boolean"
-    if is_int(value):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, dict):
-        return "dict"
-    if isinstance(value, (list, tuple)):
-        return "list"
-    if value is None:
-        return "null"
-    return type(value).__name__
 
 
 def origin_of(value):

@@ -30,11 +30,10 @@ import re
 
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
     COLLECTION_ROOT,
-    is_int,
-    is_number,
     read_yaml,
     role_argument_specs,
 )
+from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, is_number
 
 RULES_FILE = "preflight.yml"
 PORT_RANGE = {"min": 1, "max": 65535, "what": "a TCP port"}

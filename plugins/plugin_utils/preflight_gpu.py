@@ -22,13 +22,11 @@ __metaclass__ = type
 import re
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import hostengine_problem, socket_path_problem
+from ansible_collections.clusterforge.gpu.plugins.module_utils.gpu_settings import ROLE_NAMES, parse_setting
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import GPU_MODELS
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.gpu_power import rack_plan
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
-    MISSING,
-    is_int,
-    type_name,
-)
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING
+from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, type_name, whole
 
 ARCH_NAMES = {"volta": "Volta", "ampere": "Ampere", "ada": "Ada Lovelace", "hopper": "Hopper",
               "blackwell": "Blackwell"}
@@ -99,19 +97,6 @@ def profile_of(inv, host):
     if not isinstance(gtype, str):
         return None
     return GPU_MODELS.get(gtype.strip().lower())
-
-
-def _whole(value, allow_float=False):
-    """An integer from an int, a string of digits (``-e``) or, with allow_float, a float without a fraction."""
-    if is_int(value):
-        return value
-    if isinstance(value, str) and DIGITS_RE.match(value):
-        return int(value)
-    if isinstance(value, str) and re.match(r"^\s*-[0-9]+\s*$", value):
-        return int(value)
-    if allow_float and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
 
 
 def _names(hosts):
@@ -203,15 +188,9 @@ def _power_errors(inv, host, profile):
     value = _set(inv, host, name)
     if value is MISSING or value is None:
         return []
-    watts = _whole(value, allow_float=True)
-    if watts is None:
-        hint = ""
-        if isinstance(value, str) and value.strip().lower() in ("reset", "default", "none"):
-            hint = "; to remove a cap set the model's default limit (e.g. 700 for H100 SXM) or null"
-        return ["%s: %s: must be a whole number of watts per GPU (or null for no cap), got %s %r%s"
-                % (host, name, type_name(value), value, hint)]
-    if watts <= 0:
-        return ["%s: %s: must be a positive number of watts, got %d" % (host, name, watts)]
+    watts, problem = parse_setting("power_limit_watts", value, name)
+    if problem:
+        return ["%s: %s" % (host, problem)]
     if profile is None:
         return []
     low, high = profile["power_min_watts"], profile["power_max_watts"]
@@ -226,21 +205,21 @@ def _power_errors(inv, host, profile):
 
 def _clock_errors(inv, host, profile):
     errors = []
-    for name, keys in (("gpu_tuning_locked_gpu_clocks", ("min", "max")),
-                       ("gpu_tuning_locked_memory_clocks", ("min", "max")),
-                       ("gpu_tuning_application_clocks", ("memory", "graphics"))):
+    for option in ("locked_gpu_clocks", "locked_memory_clocks", "application_clocks"):
+        name = ROLE_NAMES[option]
         value = _set(inv, host, name)
         if value is MISSING or value is None:
             continue
-        parsed, errs = _parse_clock(host, name, value, keys)
-        errors.extend(errs)
+        parsed, problem = parse_setting(option, value, name)
+        if problem:
+            errors.append("%s: %s" % (host, problem))
         if profile is None:
             continue
         if name == "gpu_tuning_locked_memory_clocks" and profile["architecture"] == "volta":
             errors.append("%s: %s: memory clock locks (nvidia-smi -lmc) need an Ampere or newer GPU; %s is %s"
                           % (host, name, profile["name"], ARCH_NAMES["volta"]))
             continue
-        if not parsed:
+        if not isinstance(parsed, dict):
             continue
         sm_max, mem_max = profile["sm_clock_max_mhz"], profile["memory_clock_max_mhz"]
         if name == "gpu_tuning_locked_gpu_clocks" and sm_max is not None and parsed["max"] > sm_max:
@@ -257,48 +236,6 @@ def _clock_errors(inv, host, profile):
                 errors.append("%s: %s: memory %d MHz is above the %s's highest memory clock of %d MHz"
                               % (host, name, parsed["memory"], profile["name"], mem_max))
     return errors
-
-
-def _parse_clock(host, name, value, keys):
-    """The shapes gpu_tuning accepts: null, the string reset (the module's reset switch), or a dict of exactly ``keys``.
-
-    Returns (dict of ints or None, errors).
-    """
-    shape = "a dict {%s: MHz, %s: MHz}, the string reset, or null" % keys
-    if isinstance(value, str):
-        if value == "reset":
-            return None, []
-        if value.strip().lower() == "reset":
-            return None, ["%s: %s: write reset in lower case (the role compares it exactly), got %r"
-                          % (host, name, value)]
-        return None, ["%s: %s: must be %s; got the string %r" % (host, name, shape, value)]
-    if isinstance(value, (list, tuple)):
-        return None, ["%s: %s: must be %s; a list (%r) is not accepted" % (host, name, shape, list(value))]
-    if not isinstance(value, dict):
-        return None, ["%s: %s: must be %s; got %s %r" % (host, name, shape, type_name(value), value)]
-    given = [str(k) for k in value]
-    missing = [k for k in keys if k not in value]
-    unknown = sorted(k for k in given if k not in keys)
-    if missing or unknown:
-        return None, ["%s: %s: takes exactly the keys %s and %s (missing: %s; unknown: %s)"
-                      % (host, name, keys[0], keys[1], ", ".join(missing) or "none", ", ".join(unknown) or "none")]
-    parsed = {}
-    errors = []
-    for key in keys:
-        number = _whole(value[key])
-        if number is None:
-            errors.append("%s: %s: %s must be a whole number of MHz, got %s %r"
-                          % (host, name, key, type_name(value[key]), value[key]))
-        elif number < 0 or (number == 0 and key != "min"):
-            errors.append("%s: %s: %s must be a positive number of MHz, got %d" % (host, name, key, number))
-        else:
-            parsed[key] = number
-    if errors:
-        return None, errors
-    if "min" in parsed and parsed["min"] > parsed["max"]:
-        return None, ["%s: %s: min (%d MHz) must not be greater than max (%d MHz)"
-                      % (host, name, parsed["min"], parsed["max"])]
-    return parsed, []
 
 
 def _gpu_selection(inv, host):
@@ -407,7 +344,7 @@ def _rack_of(inv, host):
 
 def _budget_of(inv, host):
     value = inv.effective(host, "gpu_tuning", "gpu_tuning_rack_power_budget_watts")
-    number = _whole(value, allow_float=True)
+    number = whole(value, allow_float=True)
     return number if number is not None and number > 0 else None
 
 
@@ -435,7 +372,7 @@ def _rack_errors(inv, gpu_hosts):
         if budget_value is not None and _budget_of(inv, host) is None:
             errors.append("%s: gpu_tuning_rack_power_budget_watts: must be a positive whole number of watts, got %r"
                           % (host, budget_value))
-        overhead = _whole(overhead_value, allow_float=True)
+        overhead = whole(overhead_value, allow_float=True)
         if overhead_value is not None and (overhead is None or overhead < 0):
             errors.append("%s: gpu_tuning_node_overhead_watts: must be a whole number of watts, 0 or more, got %r"
                           % (host, overhead_value))
@@ -480,13 +417,13 @@ def _node_draw(inv, host):
     """(GPU description, GPU watts, overhead watts) the role plans for a node, or None when it cannot be known."""
     profile = profile_of(inv, host)
     count = inv.get(host, "cluster_gpu_count_per_node")
-    overhead = _whole(inv.effective(host, "gpu_tuning", "gpu_tuning_node_overhead_watts"), allow_float=True)
+    overhead = whole(inv.effective(host, "gpu_tuning", "gpu_tuning_node_overhead_watts"), allow_float=True)
     if not is_int(count) or count < 1 or overhead is None or overhead < 0:
         return None
     default = None
     if profile is not None:
         default = profile["power_default_watts"] or profile["power_max_watts"]
-    cap = _whole(_set(inv, host, "gpu_tuning_power_limit_watts"), allow_float=True)
+    cap = whole(_set(inv, host, "gpu_tuning_power_limit_watts"), allow_float=True)
     if cap is not None and cap <= 0:
         cap = None
     selection = _gpu_selection(inv, host)
@@ -586,7 +523,7 @@ def _driver_errors(inv, host, profile):
 # -------------------------------------------------------------------------------------------------------- DCGM
 
 def _level_errors(host, name, value):
-    number = _whole(value)
+    number = whole(value)
     # A level that skips the diagnostic would make validation report a cluster healthy without asking DCGM.
     if number is None or number not in DCGM_LEVELS:
         return ["%s: %s: must be a DCGM diagnostic level 1-4 (1 quick, 2 medium, 3 long, 4 extended), got %r"
@@ -607,7 +544,7 @@ def _watch_errors(host, name, value, allow_empty):
 
 
 def _port_of(value):
-    number = _whole(value)
+    number = whole(value)
     return number if number is not None and 1 <= number <= 65535 else None
 
 
@@ -661,7 +598,7 @@ def _dcgm_errors(inv, host):
                           "datacenter-gpu-manager-4 packages and removes DCGM 3), got %r" % (host, version))
     cuda = _set(inv, host, "dcgm_cuda_major")
     if cuda not in (MISSING, None):
-        major = _whole(cuda)
+        major = whole(cuda)
         if major not in DCGM_CUDA_MAJORS:
             errors.append("%s: dcgm_cuda_major: must be one of %s (the datacenter-gpu-manager-4-cuda<major> packages), "
                           "got %r" % (host, ", ".join(str(m) for m in DCGM_CUDA_MAJORS), cuda))
@@ -705,7 +642,7 @@ def _dcgm_errors(inv, host):
                           "it); give the exporter another port such as 9400" % (host, port))
     interval = _set(inv, host, "dcgm_exporter_scrape_interval_seconds")
     if interval not in (MISSING, None):
-        number = _whole(interval)
+        number = whole(interval)
         if number is None or number <= 0:
             errors.append("%s: dcgm_exporter_scrape_interval_seconds: must be a positive whole number of seconds, "
                           "got %r"
@@ -755,7 +692,7 @@ def _hca_errors(inv, host, fabric):
             continue
         port = match.group("port")
         if port is not None:
-            number = _whole(port) if DIGITS_RE.match(port) else None
+            number = whole(port) if DIGITS_RE.match(port) else None
             if number is None or not HCA_PORT_RANGE[0] <= number <= HCA_PORT_RANGE[1]:
                 errors.append("%s: %s: the port of %r must be a positive whole number (HCA ports count from 1), got %r"
                               % (host, label, item, port))
@@ -805,7 +742,7 @@ def _nccl_value_errors(host, name, key, value):
                 % (host, name, key, value)]
     if key in NCCL_INT_RANGES:
         low, high = NCCL_INT_RANGES[key]
-        number = _whole(value) if not isinstance(value, float) else None
+        number = whole(value) if not isinstance(value, float) else None
         if number is None or not low <= number <= high:
             return ["%s: %s: %s must be a whole number %d-%d, got %r" % (host, name, key, low, high, value)]
     if key == "NCCL_NET_GDR_LEVEL" and text.upper() not in NCCL_GDR_LEVELS and not DIGITS_RE.match(text):
@@ -861,13 +798,13 @@ def _nccl_errors(inv, host):
 
     gid = _set(inv, host, "nccl_ib_gid_index")
     if gid not in (MISSING, None):
-        number = _whole(gid) if not isinstance(gid, float) else None
+        number = whole(gid) if not isinstance(gid, float) else None
         if number is None or not GID_INDEX_RANGE[0] <= number <= GID_INDEX_RANGE[1]:
             errors.append("%s: nccl_ib_gid_index: must be a GID index %d-%d (see show_gids; null detects the RoCE v2 "
                           "IPv4 GID), got %r" % (host, GID_INDEX_RANGE[0], GID_INDEX_RANGE[1], gid))
     timeout = _set(inv, host, "nccl_ib_timeout")
     if timeout is not MISSING:
-        number = _whole(timeout) if not isinstance(timeout, float) else None
+        number = whole(timeout) if not isinstance(timeout, float) else None
         if number is None or not NCCL_TIMEOUT_RANGE[0] <= number <= NCCL_TIMEOUT_RANGE[1]:
             errors.append("%s: nccl_ib_timeout: must be a whole number %d-%d (NCCL_IB_TIMEOUT: 4.096 us x 2^value; "
                           "NCCL's default 20 is about 4 s per retry, ~30 s before an error), got %r"
@@ -891,7 +828,7 @@ def _nccl_errors(inv, host):
         errors.extend(_command_errors(host, "nccl_roce_qos_tool", tool, absolute=False))
     priority = _set(inv, host, "nccl_roce_pfc_priority")
     if priority not in (MISSING, None):
-        number = _whole(priority) if not isinstance(priority, float) else None
+        number = whole(priority) if not isinstance(priority, float) else None
         if number is None or not 0 <= number <= 7:
             errors.append("%s: nccl_roce_pfc_priority: must be a priority 0-7 (PFC is enabled on that one), got %r"
                           % (host, priority))

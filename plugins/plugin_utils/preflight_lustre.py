@@ -39,12 +39,8 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.lustre import (
     parse_extent,
     parse_size,
 )
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
-    _JinjaUndefined,
-    is_host_name,
-    is_int,
-    type_name,
-)
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import _JinjaUndefined, is_host_name
+from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, type_name
 
 SERVER_GROUPS = ("lustre_mds", "lustre_oss")
 CLIENT_GROUP = "lustre_clients"

@@ -21,7 +21,8 @@ try:
 except ImportError:  # pragma: no cover
     HAS_NETADDR = False
 
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING, is_host_name, is_int, type_name
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING, is_host_name
+from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, type_name
 
 # The governors of the Linux cpufreq subsystem (Documentation/admin-guide/pm/cpufreq.rst).
 GOVERNORS = ("performance", "powersave", "ondemand", "conservative", "schedutil", "userspace")

@@ -41,11 +41,9 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
     ROLE_HOSTS,
     bool_advice,
     load_role_specs,
-    is_int,
-    is_number,
     spec_default,
-    type_name,
 )
+from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, is_number, type_name
 
 ROLE = "rolling"
 # Every variable the rolling role and playbooks/rolling_apply.yml read: the role's options and rolling_apply_hosts.

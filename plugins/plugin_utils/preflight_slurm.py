@@ -33,7 +33,7 @@ import re
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
 from ansible_collections.clusterforge.gpu.plugins.module_utils import healthcheck
 from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import DEEP_REASON_PREFIX
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import is_int, type_name
+from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, type_name
 
 CTL = "slurm_controller"
 CMP = "slurm_compute"

@@ -36,13 +36,11 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
     PLAYBOOK_ONLY_ROLES,
     bool_advice,
     from_cli,
-    is_int,
-    is_number,
     load_role_specs,
     read_yaml,
     role_argument_specs,
-    type_name,
 )
+from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, is_number, type_name
 
 # The cluster_*, validate_* and rolling_* variables that site.yml, playbooks/, roles/ and inventories/ read (playbook
 # and task file names such as rolling_apply or validate_ib_pair are not variables). tests/unit/plugins/plugin_utils/

@@ -18,11 +18,8 @@ import re
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import VALIDATION_PROFILES
 from ansible_collections.clusterforge.gpu.plugins.module_utils.nccl_tests import size_problem
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import DEFAULT_THRESHOLDS
-from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import (
-    MISSING,
-    is_number,
-    type_name,
-)
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING
+from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_number, type_name
 
 FRACTIONS = ("nccl_min_fraction", "ib_write_bw_min_fraction")
 # The type and range of every number (and an absolute path for a type path option) are judged for every role by

@@ -16,6 +16,7 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.bios_attributes import SETTINGS as BIOS_SETTINGS
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.bios_attributes import judge as bios_judge
+from ansible_collections.clusterforge.gpu.plugins.module_utils.gpu_settings import CLOCK_KEYS, ROLE_NAMES, judge_node, requested
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress as hostlist_compress
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
 from ansible_collections.clusterforge.gpu.plugins.module_utils.pci import normalize_bdf
@@ -41,9 +42,6 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_parser
 )
 from ansible_collections.clusterforge.gpu.plugins.module_utils.validation_thresholds import (
     _BAD_CLOCK_REASONS,
-    CLOCK_TOLERANCE_MHZ,
-    POWER_TOLERANCE_W,
-    _clock_range,
     _thresholds,
 )
 
@@ -161,24 +159,32 @@ class _Judge(object):
             gpus = [g for g in (info.get("gpus") or []) if _is_map(g)]
             if _module_failed(info, "gpus") and not gpus:
                 problem = ("fail", "nvidia_smi_info failed: %s" % _failed_msg(info))
+        settings = expected.get("gpu_settings") if _is_map(expected.get("gpu_settings")) else {}
+        wanted, errors = requested(settings, ROLE_NAMES)
+        if errors:
+            raise ValidationError("%s expected.gpu_settings: %s" % (host, "; ".join(errors)))
         want = expected.get("gpu_count")
         if problem is not None:
             status, reason = problem
             self.add("gpu.count", host, status, "%s: %s" % (host, reason), expected=want, unit="GPUs")
             for check_id in ("gpu.health",) + tuple(
-                    cid for cid, key in (("gpu.persistence", "persistence"), ("gpu.power_limit", "power_limit_w"),
-                                         ("gpu.clocks", "sm_clock_locked_mhz")) if expected.get(key) is not None):
+                    cid for cid, options in (("gpu.persistence", ("persistence_mode",)),
+                                             ("gpu.power_limit", ("power_limit_watts",)),
+                                             ("gpu.clocks", tuple(CLOCK_KEYS))) if any(o in wanted for o in options)):
                 self.add(check_id, host, "skip", "%s: %s; no GPU data to judge" % (host, reason))
             return
         self.gpu_count(host, info, gpus, want, node)
         for gpu in gpus:
             self.gpu_health(host, gpu)
-            if expected.get("persistence") is not None:
-                self.gpu_persistence(host, gpu, _bool(expected["persistence"], "%s expected.persistence" % host))
-            if expected.get("power_limit_w") is not None:
-                self.gpu_power(host, gpu, _number(expected["power_limit_w"]))
-            if expected.get("sm_clock_locked_mhz") is not None:
-                self.gpu_clocks(host, gpu, _clock_range(expected["sm_clock_locked_mhz"], host))
+        # The gpu_tuning settings: each GPU the selection names, its live state against the module's record and the
+        # request, by the one judgement the rolling gate also uses.
+        findings, errors = judge_node(settings, dict(info, gpus=gpus))
+        if errors:
+            raise ValidationError("%s expected.gpu_settings: %s" % (host, "; ".join(errors)))
+        for item in findings:
+            subject = self.gpu_subject(host, item["gpu"])
+            extra = dict((k, item[k]) for k in ("measured", "expected", "unit") if item[k] is not None)
+            self.add("gpu." + item["check"], subject, item["status"], "%s: %s" % (subject, item["message"]), **extra)
 
     def gpu_count(self, host, info, gpus, want, node):
         found = len(gpus)
@@ -259,64 +265,6 @@ class _Judge(object):
             notes.append("%d C" % temp)
         self.add("gpu.health", subject, "pass", "%s: no ECC, page retirement, row remap or slowdown problem%s"
                  % (subject, " (%s)" % ", ".join(notes) if notes else ""), measured=0, expected=0, unit="problems")
-
-    def gpu_persistence(self, host, gpu, want):
-        subject = self.gpu_subject(host, gpu)
-        have = gpu.get("persistence_mode")
-        word = {True: "enabled", False: "disabled"}
-        if have is None:
-            self.add("gpu.persistence", subject, "skip", "%s: nvidia-smi does not report persistence mode" % subject,
-                     expected=want)
-            return
-        status = "pass" if bool(have) == want else "fail"
-        self.add("gpu.persistence", subject, status, "%s: persistence mode %s (expected %s)"
-                 % (subject, word[bool(have)], word[want]), measured=bool(have), expected=want)
-
-    def gpu_power(self, host, gpu, want):
-        subject = self.gpu_subject(host, gpu)
-        have = _number(gpu.get("power_limit_w"))
-        enforced = _number(gpu.get("enforced_power_limit_w"))
-        if have is None:
-            self.add("gpu.power_limit", subject, "skip", "%s: nvidia-smi does not report a power limit" % subject,
-                     expected=want, unit="W")
-            return
-        problems = []
-        if abs(have - want) > POWER_TOLERANCE_W:
-            problems.append("power limit %s W, expected %s W (+/- %s W)"
-                            % (_whole(have), _whole(want), _whole(POWER_TOLERANCE_W)))
-        if enforced is not None and enforced < want - POWER_TOLERANCE_W and not problems:
-            problems.append("power limit %s W but the driver enforces %s W (another limiter caps it)"
-                            % (_whole(have), _whole(enforced)))
-        if problems:
-            self.add("gpu.power_limit", subject, "fail", "%s: %s" % (subject, "; ".join(problems)), measured=have,
-                     expected=want, unit="W")
-        else:
-            self.add("gpu.power_limit", subject, "pass", "%s: power limit %s W (expected %s W +/- %s W)"
-                     % (subject, _whole(have), _whole(want), _whole(POWER_TOLERANCE_W)), measured=have, expected=want,
-                     unit="W")
-
-    def gpu_clocks(self, host, gpu, want):
-        """``want`` is (min, max) in MHz: the SM clock must lie in the locked range (+/- the tolerance)."""
-        low, high = want
-        locked = ("%s MHz" % _whole(low)) if low == high else ("%s-%s MHz" % (_whole(low), _whole(high)))
-        expected = low if low == high else [low, high]
-        subject = self.gpu_subject(host, gpu)
-        have = _number(gpu.get("sm_clock_mhz"))
-        if have is None:
-            self.add("gpu.clocks", subject, "skip", "%s: nvidia-smi does not report the current SM clock" % subject,
-                     expected=expected, unit="MHz")
-            return
-        reasons = gpu.get("clock_event_reasons") if _is_map(gpu.get("clock_event_reasons")) else {}
-        active = sorted(k for k, v in reasons.items() if v is True and k != "gpu_idle")
-        why = " (active clock event reasons: %s)" % ", ".join(active) if active else ""
-        if low - CLOCK_TOLERANCE_MHZ <= have <= high + CLOCK_TOLERANCE_MHZ:
-            self.add("gpu.clocks", subject, "pass", "%s: SM clock %s MHz, locked at %s"
-                     % (subject, _whole(have), locked), measured=have, expected=expected, unit="MHz")
-        else:
-            self.add("gpu.clocks", subject, "fail", "%s: SM clock %s MHz, expected locked at %s (+/- %d MHz): "
-                     "clocks not locked or held down%s"
-                     % (subject, _whole(have), locked, CLOCK_TOLERANCE_MHZ, why),
-                     measured=have, expected=expected, unit="MHz")
 
     # ---------------------------------------------------------------- DCGM
     def dcgm(self, host, node):

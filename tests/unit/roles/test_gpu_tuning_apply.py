@@ -15,13 +15,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 PROGRAM = os.path.join(ROOT, "roles", "gpu_tuning", "files", "clusterforge-gpu-tuning-apply")
 
 
-NVSMI_SOURCE = os.path.join(ROOT, "plugins", "module_utils", "nvidia_smi.py")
+SETTINGS_SOURCE = os.path.join(ROOT, "plugins", "module_utils", "gpu_settings.py")
 
 
 def install_program(directory):
     """The boot program and the module code it imports, in ``directory`` as the role installs them; its path."""
     os.makedirs(str(directory), exist_ok=True)
-    for src, name in ((PROGRAM, "clusterforge-gpu-tuning-apply"), (NVSMI_SOURCE, "clusterforge_nvidia_smi.py")):
+    for src, name in ((PROGRAM, "clusterforge-gpu-tuning-apply"), (SETTINGS_SOURCE, "clusterforge_gpu_settings.py")):
         with open(src) as handle, open(os.path.join(str(directory), name), "w") as out:
             out.write(handle.read())
     path = os.path.join(str(directory), "clusterforge-gpu-tuning-apply")
@@ -57,8 +57,8 @@ def test_the_modules_order_and_arguments_with_the_requested_lock_values():
     assert [c[3:] for c in cmds] == [["-pm", "1"], ["-pl", "500"], ["-ac", "2619,1980"], ["-lgc", "1980,2100"]]
     assert all(c[1:3] == ["-i", UUID0] for c in cmds)
     # the module's own function and order, not a copy: what the nvidia_smi module runs for the same settings
-    nvsmi = APPLY.nvsmi
-    assert nvsmi.__file__ == os.path.join(os.path.dirname(APPLY.__file__), "clusterforge_nvidia_smi.py")
+    nvsmi = APPLY.settings
+    assert nvsmi.__file__ == os.path.join(os.path.dirname(APPLY.__file__), "clusterforge_gpu_settings.py")
     wanted = {"persistence_mode": True, "power_limit_watts": 500, "application_clocks": {"memory": 2619, "graphics": 1980},
               "locked_gpu_clocks": {"min": 1980, "max": 2100}}
     assert [c[3:] for c in cmds] == [nvsmi.setter_args(o, wanted[o]) for o in nvsmi.SETTING_ORDER if o in wanted]

@@ -26,6 +26,7 @@ from ansible_collections.clusterforge.gpu.plugins.filter import validation
 from ansible_collections.clusterforge.gpu.plugins.modules import dcgm_diag as dcgm_diag_module
 from ansible_collections.clusterforge.gpu.plugins.modules import ib_port_info as ib_port_info_module
 from ansible_collections.clusterforge.gpu.plugins.modules import ibdiagnet as ibdiagnet_module
+from ansible_collections.clusterforge.gpu.plugins.modules import nvidia_smi as nvidia_smi_module
 from ansible_collections.clusterforge.gpu.plugins.modules import nvidia_smi_info as nvidia_smi_info_module
 from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs as pcie_acs_module
 from ansible_collections.clusterforge.gpu.plugins.modules import pcie_acs_info as pcie_acs_info_module
@@ -45,8 +46,11 @@ EMU_KEYS = ("CLUSTERFORGE_EMU_NCCL_BUSBW_GBPS", "CLUSTERFORGE_EMU_NCCL_WRONG", "
             "CLUSTERFORGE_EMU_DCGM_GPUS")
 # nvidia-smi emulator: GPU slot -> PCI bus (its profile), as nvidia_smi_info reports it.
 SMI_BUSES = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
-EXPECTED = {"gpu_count": 8, "power_limit_w": 700, "sm_clock_locked_mhz": 1980, "persistence": True,
-            "acs_must_be_disabled": True, "ib_rate_gbps": 400, "ib_port_count": 8}
+# What gpu_tuning manages on every node (its variables, read by the gpu_tuning_settings filter).
+SETTINGS = {"gpus": None, "persistence_mode": True, "power_limit_watts": 700,
+            "locked_gpu_clocks": {"min": 1980, "max": 1980}}
+EXPECTED = {"gpu_count": 8, "gpu_settings": SETTINGS, "acs_must_be_disabled": True, "ib_rate_gbps": 400,
+            "ib_port_count": 8}
 # GNU coreutils dd summary lines (the last line dd writes to stderr).
 DD_WRITE = ("8192+0 records in\n8192+0 records out\n"
             "8589934592 bytes (8.6 GB, 8.0 GiB) copied, 3.91562 s, 2.2 GB/s\n")
@@ -74,6 +78,7 @@ class Node(object):
         self.env = dict((k, v) for k, v in os.environ.items() if k not in EMU_KEYS and not k.startswith("SLURM_"))
         self.env.update(CLUSTERFORGE_EMU_STATE_DIR=str(self.root / "state"),
                         CLUSTERFORGE_EMU_RUN_DIR=str(self.root / "run"), LC_ALL="C")
+        self.state_file = str(self.root / "nvidia_smi_state.json")
 
     def emu(self, tool, *args, **env):
         run_env = dict(self.env)
@@ -93,15 +98,17 @@ class Node(object):
         return run_module(module, args, Tool(handler))
 
     # -- what the validation playbook gathers on each node
-    def tune(self, power=None):
-        """What the gpu_tuning role leaves behind: persistence on, SM clocks locked at 1980 MHz."""
-        self.ok("nvidia-smi", "-pm", "1")
-        self.ok("nvidia-smi", "-lgc", "1980,1980")
-        if power is not None:
-            self.ok("nvidia-smi", "-pl", str(power))
+    def tune(self, **settings):
+        """What the gpu_tuning role leaves behind (its nvidia_smi task, recording in the node's state file): by
+        default persistence on, the 700 W limit, SM clocks locked at 1980 MHz."""
+        args = dict((k, v) for k, v in (settings or SETTINGS).items() if v is not None)
+        args["state_file"] = self.state_file
+        result = self.module(nvidia_smi_module, args)
+        assert not result.get("failed"), result
+        return result
 
     def nvidia_smi_info(self):
-        return self.module(nvidia_smi_info_module, {})
+        return self.module(nvidia_smi_info_module, {"state_file": self.state_file})
 
     def dcgm_diag(self):
         return self.module(dcgm_diag_module, {"level": 2})
@@ -334,13 +341,15 @@ def test_untuned_node_fails_persistence_power_and_clocks_per_gpu(measured, tmp_p
     gpu3 = [c for c in report["checks"] if c["subject"].startswith("gpu02 GPU3 ")]
     by_id = dict((c["id"], c) for c in gpu3)
     assert by_id["gpu.persistence"]["message"].endswith("persistence mode disabled (expected enabled)")
+    assert "persistence mode not recorded as applied" in by_id["gpu.persistence"]["message"]
     assert by_id["gpu.power_limit"]["measured"] == 500 and by_id["gpu.power_limit"]["expected"] == 700
     assert by_id["gpu.clocks"]["expected"] == 1980 and by_id["gpu.clocks"]["measured"] < 1980
     assert gpu_subject("gpu02", 3).match(by_id["gpu.clocks"]["subject"])
-    # within the 1 W tolerance is a pass
+    # gpu_tuning applies the limit (recorded); a drift within the 1 W tolerance is a pass
+    node.tune(power_limit_watts=700)
     node.ok("nvidia-smi", "-pl", "699.5")
     measured["nodes"]["gpu02"]["nvidia_smi_info"] = node.nvidia_smi_info()
-    measured["nodes"]["gpu02"]["expected"].update(persistence=None, sm_clock_locked_mhz=None)
+    measured["nodes"]["gpu02"]["expected"]["gpu_settings"] = {"power_limit_watts": 700}
     report = judge(measured)
     assert report["ok"] is True, report["failures"]
     assert not checks(report, "gpu.persistence", "gpu02 GPU0 (00000000:18:00.0, %s)"
@@ -519,7 +528,7 @@ def test_bad_thresholds_are_rejected(measured, thresholds, match):
 def test_not_measured_is_skipped_never_passed(measured):
     for node in measured["nodes"].values():
         node.update(dcgm_diag=None, nccl_local=None, storage=None, ib_port_info=None)
-        node["expected"].update(ib_port_count=None, power_limit_w=None)
+        node["expected"].update(ib_port_count=None, gpu_settings=dict(SETTINGS, power_limit_watts=None))
     measured.update(ibdiagnet=None, ib_write_bw=[], nccl_multi=None, storage_aggregate=None, slurm_smoke=None)
     report = judge(measured)
     assert report["ok"] is True
@@ -572,12 +581,14 @@ def test_nccl_output_cut_short_is_not_ok(lab):
 
 
 def test_expected_booleans_as_text(measured):
-    measured["nodes"]["gpu01"]["expected"].update(persistence="yes", acs_must_be_disabled="false")
+    measured["nodes"]["gpu01"]["expected"].update(gpu_settings=dict(SETTINGS, persistence_mode="yes"),
+                                                  acs_must_be_disabled="false")
     report = judge(measured)
     assert report["ok"] is True
     assert only(report, "pcie.acs", "gpu01")["status"] == "skip"
-    measured["nodes"]["gpu01"]["expected"]["persistence"] = "sometimes"
-    with pytest.raises(AnsibleFilterError, match="gpu01 expected.persistence must be a boolean"):
+    measured["nodes"]["gpu01"]["expected"]["gpu_settings"]["persistence_mode"] = "sometimes"
+    with pytest.raises(AnsibleFilterError, match="gpu01 expected.gpu_settings: gpu_tuning_persistence_mode: must be a "
+                                                 "boolean, got string 'sometimes'"):
         judge(measured)
 
 
@@ -922,25 +933,26 @@ def test_smoke_nodes_as_slurm_hostlists_and_registered_dd_task(measured):
     assert measured_write == pytest.approx(1073741824 / 2.50127 / 1e9)
 
 
-@pytest.mark.parametrize("expected", [[1410, 1980], {"min": 1410, "max": 1980}, [1980, 1410]])
-def test_clocks_locked_to_a_range_pass_anywhere_in_it_and_fail_outside(measured, tmp_path, expected):
-    """gpu_tuning_locked_gpu_clocks is {min, max}: validate.yml passes [min, max], the judge takes the range."""
-    node = fresh_node(tmp_path, "gpu02")
-    node.ok("nvidia-smi", "-lgc", "1500,1980")   # the emulator runs the SM clock at the lock's minimum
+@pytest.mark.parametrize("lock", [{"min": 1500, "max": 1980}, {"min": "1500", "max": "1980"}])
+def test_clocks_locked_to_a_range_pass_anywhere_in_it_and_fail_outside(measured, tmp_path, lock):
+    """gpu_tuning_locked_gpu_clocks is {min, max} (digits from -e too): the judge takes the range the module recorded."""
+    node = fresh_node(tmp_path, "gpu02", tune=False)
+    node.tune(locked_gpu_clocks={"min": 1500, "max": 1980})  # the emulator runs the SM clock at the lock's minimum
     measured["nodes"]["gpu02"]["nvidia_smi_info"] = node.nvidia_smi_info()
-    measured["nodes"]["gpu02"]["expected"]["sm_clock_locked_mhz"] = expected
+    measured["nodes"]["gpu02"]["expected"]["gpu_settings"] = {"locked_gpu_clocks": lock}
     report = judge(measured)
     gpu0 = [c for c in checks(report, "gpu.clocks") if c["subject"].startswith("gpu02 GPU0 ")][0]
-    assert gpu0["status"] == "pass" and gpu0["measured"] == 1500 and gpu0["expected"] == [1410, 1980], gpu0
-    assert gpu0["message"].endswith("locked at 1410-1980 MHz")
-    node.ok("nvidia-smi", "-lgc", "1005,1005")
+    assert gpu0["status"] == "pass" and gpu0["measured"] == 1500 and gpu0["expected"] == [1500, 1980], gpu0
+    assert gpu0["message"].endswith("locked at 1500-1980 MHz")
+    node.ok("nvidia-smi", "-lgc", "1005,1005")  # changed behind gpu_tuning's back: the record no longer holds
     measured["nodes"]["gpu02"]["nvidia_smi_info"] = node.nvidia_smi_info()
     report = judge(measured)
     gpu0 = [c for c in checks(report, "gpu.clocks") if c["subject"].startswith("gpu02 GPU0 ")][0]
-    assert gpu0["status"] == "fail" and "expected locked at 1410-1980 MHz" in gpu0["message"], gpu0
+    assert gpu0["status"] == "fail" and "expected locked at 1500-1980 MHz" in gpu0["message"], gpu0
 
 
 def test_a_malformed_clock_expectation_is_an_error_not_a_guess(measured):
-    measured["nodes"]["gpu02"]["expected"]["sm_clock_locked_mhz"] = ["t"]
-    with pytest.raises(AnsibleFilterError, match=r"gpu02 expected.sm_clock_locked_mhz: expected \[min, max\]"):
+    measured["nodes"]["gpu02"]["expected"]["gpu_settings"] = {"locked_gpu_clocks": ["t"]}
+    with pytest.raises(AnsibleFilterError, match=r"gpu02 expected.gpu_settings: gpu_tuning_locked_gpu_clocks: must be "
+                                                 r"a dict \{min: MHz, max: MHz\}"):
         judge(measured)

@@ -19,8 +19,12 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import c
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.validation_judge import validation_judge
 
 BUSES = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
-EXPECTED = {"gpu_count": 8, "power_limit_w": 700, "sm_clock_locked_mhz": 1980, "persistence": True,
-            "acs_must_be_disabled": True, "ib_rate_gbps": 400, "ib_port_count": 8}
+EXPECTED = {"gpu_count": 8, "acs_must_be_disabled": True, "ib_rate_gbps": 400, "ib_port_count": 8,
+            "gpu_settings": {"gpus": None, "persistence_mode": True, "power_limit_watts": 700,
+                             "locked_gpu_clocks": {"min": 1980, "max": 1980}}}
+# What gpu_tuning's nvidia_smi task records on every GPU for those settings (nvidia_smi_info's gpus[].applied).
+APPLIED = {"persistence_mode": True, "power_limit_watts": 700,
+           "locked_gpu_clocks": {"min": 1980, "max": 1980, "requested_min": 1980, "requested_max": 1980}}
 STORAGE_PATH = "/lustre/validate"
 
 # Fault -> the check id it fails.
@@ -68,7 +72,7 @@ def _gpus(rng, faults):
             "clock_event_reasons": {"gpu_idle": True, "hw_slowdown": False, "hw_thermal_slowdown": False,
                                     "sw_thermal_slowdown": False, "hw_power_brake_slowdown": False},
             "temperature_c": rng.randint(31, 44), "persistence_mode": True, "power_limit_w": 700.0,
-            "enforced_power_limit_w": 700.0, "sm_clock_mhz": 1980,
+            "enforced_power_limit_w": 700.0, "sm_clock_mhz": 1980, "applied": dict(APPLIED),
         })
     if "ecc" in faults:
         gpus[3]["ecc"]["volatile_uncorrectable"] = 2

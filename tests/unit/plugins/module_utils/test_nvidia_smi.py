@@ -478,12 +478,23 @@ def test_r580_h200_module_result_judged_by_validation():
     info = json.loads(fixture("r580/module-nvidia_smi_info-h200.json"))
     assert info["topology"]["gpus"] == []
     assert info["gpus"] == smi.parse_xml(fixture("r580/q-x-h200.xml"))["gpus"]
-    expected = {"gpu_count": 1, "persistence": True, "power_limit_w": 700, "sm_clock_locked_mhz": 1980}
+    settings = {"persistence_mode": True, "power_limit_watts": 700, "locked_gpu_clocks": {"min": 1980, "max": 1980}}
+    expected = {"gpu_count": 1, "gpu_settings": settings}
+    # the recording predates the record: as gpu_tuning would have left it after applying the three settings
+    info["gpus"][0]["applied"] = {"persistence_mode": True, "power_limit_watts": 700, "locked_gpu_clocks": {
+        "min": 1980, "max": 1980, "requested_min": 1980, "requested_max": 1980}}
     report = validation_judge({"nodes": {"dev01": {"nvidia_smi_info": info, "expected": expected}}})
     status = {c["id"]: c["status"] for c in report["checks"] if c["id"].startswith("gpu.")}
     assert status == {"gpu.count": "pass", "gpu.health": "pass", "gpu.persistence": "pass",
                       "gpu.power_limit": "pass", "gpu.clocks": "fail"}
     assert "SM clock 345 MHz, expected locked at 1980 MHz" in " ".join(report["failures"])
+    # the same live state with no record (the H200 as it was lent: nothing of ours applied or restores it)
+    info["gpus"][0]["applied"] = None
+    report = validation_judge({"nodes": {"dev01": {"nvidia_smi_info": info, "expected": expected}}})
+    status = {c["id"]: c["status"] for c in report["checks"] if c["id"].startswith("gpu.")}
+    assert status == {"gpu.count": "pass", "gpu.health": "pass", "gpu.persistence": "fail",
+                      "gpu.power_limit": "fail", "gpu.clocks": "fail"}
+    assert "power limit not recorded as applied" in " ".join(report["failures"])
 
 
 # ------------------------------------------ recorded on a lent H100 80GB HBM3 (SXM), driver 580.159.04 (r580)

@@ -125,20 +125,6 @@ def test_thresholds_merge_and_reject():
         validation_thresholds._thresholds([])
 
 
-@pytest.mark.parametrize("value, expected", [
-    (1980, (1980.0, 1980.0)), ("1980", (1980.0, 1980.0)), ([1980, 1410], (1410.0, 1980.0)),
-    ({"min": 1410, "max": 1980}, (1410.0, 1980.0)),
-])
-def test_clock_range(value, expected):
-    assert validation_thresholds._clock_range(value, "gpu01") == expected
-
-
-@pytest.mark.parametrize("value", [["t"], [1, 2, 3], "fast", None])
-def test_clock_range_rejects(value):
-    with pytest.raises(ValidationError, match="gpu01 expected.sm_clock_locked_mhz: expected"):
-        validation_thresholds._clock_range(value, "gpu01")
-
-
 def test_preflight_and_judge_read_one_threshold_table():
     """preflight_validate judges threshold keys by the judge's own table."""
     assert preflight_validate.DEFAULT_THRESHOLDS is validation_thresholds.DEFAULT_THRESHOLDS

@@ -521,15 +521,19 @@ def test_clock_values_given_as_strings_are_converted(state_file):
 # What an argument spec cannot express (min <= max, no negative value, a positive max) the module checks before it
 # runs anything, with its own messages.
 @pytest.mark.parametrize("option,value,needle", [
-    ("locked_gpu_clocks", {"min": 1800, "max": 1500}, "locked_gpu_clocks: min (1800) must not be greater than max (1500)"),
+    # the contract's one reader of a request (module_utils/gpu_settings.py), preflight's messages
+    ("locked_gpu_clocks", {"min": 1800, "max": 1500},
+     "locked_gpu_clocks: min (1800 MHz) must not be greater than max (1500 MHz)"),
     ("locked_memory_clocks", {"min": 2619, "max": 1593},
-     "locked_memory_clocks: min (2619) must not be greater than max (1593)"),
-    ("locked_gpu_clocks", {"min": -5, "max": 1500}, "locked_gpu_clocks.min must not be negative, got -5"),
-    ("locked_gpu_clocks", {"min": 0, "max": 0}, "locked_gpu_clocks.max must be a positive number of MHz, got 0"),
-    ("locked_gpu_clocks", {"min": True, "max": 1500}, "locked_gpu_clocks.min must be a whole number of MHz, got True"),
+     "locked_memory_clocks: min (2619 MHz) must not be greater than max (1593 MHz)"),
+    ("locked_gpu_clocks", {"min": -5, "max": 1500}, "locked_gpu_clocks: min must not be negative, got -5"),
+    ("locked_gpu_clocks", {"min": 0, "max": 0}, "locked_gpu_clocks: max must be a positive number of MHz, got 0"),
+    ("locked_gpu_clocks", {"min": True, "max": 1500},
+     "locked_gpu_clocks: min must be a whole number of MHz, got boolean True"),
     ("application_clocks", {"memory": 2619, "graphics": 0},
-     "application_clocks.graphics must be a positive number of MHz, got 0"),
-    ("application_clocks", {"memory": -1, "graphics": 1980}, "application_clocks.memory must not be negative, got -1"),
+     "application_clocks: graphics must be a positive number of MHz, got 0"),
+    ("application_clocks", {"memory": -1, "graphics": 1980},
+     "application_clocks: memory must be a positive number of MHz, got -1"),
 ])
 def test_clock_values_out_of_order_or_range_fail_before_any_call(state_file, option, value, needle):
     result, tool = run(FakeSmi(h100_gpus(1)), {option: value, "power_limit_watts": 500}, state_file)
@@ -652,7 +656,7 @@ def test_unreadable_state_file_is_ignored_with_a_warning(state_file, warnings):
     with open(state_file, "w") as f:
         f.write("{not json")
     result, tool = run(FakeSmi(h100_gpus(1)), {"locked_gpu_clocks": {"min": 1980, "max": 1980}}, state_file)
-    assert any("unreadable state file" in w for w in warnings)
+    assert any(w.startswith("ignoring the state file: %s cannot be read" % state_file) for w in warnings)
     assert setter_calls(tool) == [["-i", "0", "-lgc", "1980,1980"]]
     assert read_state(state_file)["gpus"][uuid(0)]["locked_gpu_clocks"]["max"] == 1980
 
@@ -706,7 +710,7 @@ def test_documentation_matches_the_argument_spec():
     assert spec["mutually_exclusive"] == [["locked_gpu_clocks", "reset_locked_gpu_clocks"],
                                           ["locked_memory_clocks", "reset_locked_memory_clocks"],
                                           ["application_clocks", "reset_application_clocks"]]
-    for option, reset_option, _keys in module.CLOCK_OPTIONS:
+    for option, reset_option in module.CLOCK_OPTIONS:
         assert "O(%s)" % option in " ".join(doc[reset_option]["description"])
     assert set(spec["required_one_of"][0]) == set(doc) - set(["gpus", "state_file", "nvidia_smi_path"])
     assert spec["supports_check_mode"] is True

@@ -6,7 +6,7 @@
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.filter.gpu_power import gpu_node_power, gpu_rack_power
-from ansible_collections.clusterforge.gpu.plugins.module_utils.nvidia_smi import gpu_matches
+from ansible_collections.clusterforge.gpu.plugins.module_utils.gpu_settings import gpu_matches
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.gpu_power import node_power, rack_plan
 
 GPUS = [{"index": i, "uuid": "GPU-%08d-AAAA" % i, "pci_bus_id": "00000000:%02X:00.0" % (0x18 + i), "power_limit_w": 700.0}

@@ -168,7 +168,7 @@ def test_locked_gpu_clock_shapes_the_role_accepts(value):
     ({"min": 1980}, "takes exactly the keys min and max (missing: max; unknown: none)"),
     ({"min": 1980, "max": 1980, "mode": 1}, "(missing: none; unknown: mode)"),
     ({"min": 1980.0, "max": 1980}, "min must be a whole number of MHz, got number 1980.0"),
-    ({"min": -100, "max": 1980}, "min must be a positive number of MHz, got -100"),
+    ({"min": -100, "max": 1980}, "min must not be negative, got -100"),
     ({"min": 0, "max": 0}, "max must be a positive number of MHz, got 0"),
     (1980, "got integer 1980"),
 ])
