@@ -17,6 +17,10 @@
   of a node, and its results as the judge takes them.
 - ``validation_ib_line_rate``: the line rate an ib_write_bw test of an HCA is judged against (its port's, else the
   profile's).
+- ``validation_ib_client_results`` / ``validation_ib_round_results``: the fabric rounds' ib_write_bw results (a
+  client through ssh, the rounds through srun) as the judge takes them, read like the loopback's.
+- ``validation_deep_selection_lines`` / ``validation_deep_states`` / ``validation_deep_outcome_lines``: the deep
+  checks' word on each node before they run, each node's state for the verdicts, and what they did to each node.
 
 The work is done in module_utils, one file per job: validation_parsers (benchmark output, on top of the one
 nccl-tests/perftest parser in perf), validation_thresholds (defaults, tolerances, overrides), validation_judge (and the
@@ -109,6 +113,31 @@ def validation_ib_line_rate(ib_port_info, hca, rate_gbps=None):
     return _call(_deep.line_rate, ib_port_info, hca, rate_gbps)
 
 
+def validation_ib_client_results(client, plan, node, server=None, timeout=None, ib_port_info=None, rate_gbps=None):
+    """One client's ib_write_bw result -> validation_judge ib_write_bw entries; see validation_ib_client_results.yml."""
+    return _call(_deep.client_results, client, plan, node, server, timeout, ib_port_info, rate_gbps)
+
+
+def validation_ib_round_results(runs, planned_key, node_vars, rate_gbps=None):
+    """The srun rounds' results -> validation_judge ib_write_bw entries; see validation_ib_round_results.yml."""
+    return _call(_deep.round_results, runs, planned_key, node_vars, rate_gbps)
+
+
+def validation_deep_selection_lines(selection, drain_failed, check_mode=False):
+    """What the deep checks will do with each node; see validation_deep_selection_lines.yml."""
+    return _call(_deep.selection_lines, selection, drain_failed, check_mode)
+
+
+def validation_deep_states(nodes, node_vars):
+    """Each node's Slurm state and recorded loopback HCAs; see validation_deep_states.yml."""
+    return _call(_deep.node_states, nodes, node_vars)
+
+
+def validation_deep_outcome_lines(verdicts, resume, maintenance_nodes, drain_failed):
+    """What the deep checks did to each node; see validation_deep_outcome_lines.yml."""
+    return _call(_deep.outcome_lines, verdicts, resume, maintenance_nodes, drain_failed)
+
+
 class FilterModule(object):
     """Validation filters: benchmark parsers, the judge and its HTML report."""
 
@@ -126,4 +155,9 @@ class FilterModule(object):
             "validation_loopback_plan": validation_loopback_plan,
             "validation_loopback_results": validation_loopback_results,
             "validation_ib_line_rate": validation_ib_line_rate,
+            "validation_ib_client_results": validation_ib_client_results,
+            "validation_ib_round_results": validation_ib_round_results,
+            "validation_deep_selection_lines": validation_deep_selection_lines,
+            "validation_deep_states": validation_deep_states,
+            "validation_deep_outcome_lines": validation_deep_outcome_lines,
         }
