@@ -73,3 +73,78 @@ def node_descriptions(members, hostvars, known=None, scope=None):
     if missing:
         problems.insert(0, "%s: %s" % (", ".join(missing), UNDESCRIBED))
     return {"nodes": nodes, "problems": problems, "kept": kept}
+
+
+def _vars_of(node_vars, node):
+    """A node's variables from hostvars; {} for a node the inventory does not have (one kept from an earlier run)."""
+    try:
+        if node not in node_vars:
+            return {}
+        found = node_vars[node]
+    except (KeyError, TypeError):
+        return {}
+    return found if hasattr(found, "get") else {}
+
+
+def _grouped(entries):
+    """``NodeName=<hostlist> <text>`` lines, one per distinct text, the nodes of each in the order given. Texts are
+    grouped and sorted without regard to case, each line with the text of its first node: the order the templates
+    wrote with Jinja's groupby, kept so that an upgrade rewrites no slurm.conf."""
+    from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress  # pylint: disable=import-outside-toplevel
+    groups = {}
+    for node, text in entries:
+        groups.setdefault(text.lower(), (text, []))[1].append(node)
+    return ["NodeName=%s %s" % (compress(groups[key][1]), groups[key][0]) for key in sorted(groups)]
+
+
+def node_attributes(description, fabric, cooling, features_extra, reserve_percent, reserve_min_mb):
+    """A node's slurm.conf attributes from its description: ``CPUs= Sockets= CoresPerSocket= ThreadsPerCore=
+    RealMemory= [Gres=gpu:<type>:<count>] Features=<gpu type,fabric,cooling,extra> State=UNKNOWN``. RealMemory is the
+    node's memory less the larger of ``reserve_percent`` of it and ``reserve_min_mb`` (for the OS and the daemons)."""
+    memory = int(description["memtotal_mb"])
+    reserve = max(int(memory * float(reserve_percent) / 100), int(reserve_min_mb))
+    attrs = "CPUs=%d Sockets=%d CoresPerSocket=%d ThreadsPerCore=%d RealMemory=%d" % (
+        int(description["cpus"]), int(description["sockets"]), int(description["cores_per_socket"]),
+        int(description["threads_per_core"]), memory - reserve)
+    gpu_type, gpu_count = description.get("gpu_type"), int(description.get("gpu_count") or 0)
+    if gpu_count > 0:
+        attrs += " Gres=gpu:%s:%d" % (gpu_type, gpu_count)
+    features, seen = [], set()
+    for feature in ([gpu_type] if gpu_type else []) + [fabric or "", cooling] + list(features_extra or []):
+        if feature and str(feature).lower() not in seen:  # case-insensitive, as Ansible's unique filter was
+            seen.add(str(feature).lower())
+            features.append(str(feature))
+    return "%s Features=%s State=UNKNOWN" % (attrs, ",".join(features))
+
+
+def node_lines(nodes, node_vars, reserve_percent, reserve_min_mb, cooling, features_extra):
+    """slurm.conf's node lines: identical nodes share one line. ``nodes``: {node: description} (node_descriptions'
+    ``nodes``); ``node_vars`` (hostvars) gives a node's ``cluster_fabric_type`` and its own
+    ``slurm_controller_node_cooling`` / ``slurm_controller_node_features_extra``, else ``cooling`` /
+    ``features_extra``."""
+    entries = []
+    for node in sorted(nodes):
+        own = _vars_of(node_vars, node)
+        entries.append((node, node_attributes(
+            nodes[node], own.get("cluster_fabric_type", ""), own.get("slurm_controller_node_cooling", cooling),
+            own.get("slurm_controller_node_features_extra", features_extra), reserve_percent, reserve_min_mb)))
+    return _grouped(entries)
+
+
+def gres_lines(nodes):
+    """gres.conf's lines for the nodes with GPUs, identical ones sharing a line: ``AutoDetect=nvml Name=gpu Type=
+    Count=`` where the node's Slurm has the gpu_nvml plugin, else ``Name=gpu Type= File=/dev/nvidia[...]``."""
+    from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress  # pylint: disable=import-outside-toplevel
+    entries = []
+    for node in sorted(nodes):
+        desc = nodes[node]
+        count = int(desc.get("gpu_count") or 0)
+        if count <= 0:
+            continue
+        if desc.get("gres_autodetect") == "nvml":
+            line = "AutoDetect=nvml Name=gpu Type=%s Count=%d" % (desc.get("gpu_type"), count)
+        else:
+            files = compress(["/dev/nvidia%s" % i for i in desc.get("gpu_indexes") or []])
+            line = "Name=gpu Type=%s File=%s" % (desc.get("gpu_type"), files)
+        entries.append((node, line))
+    return _grouped(entries)

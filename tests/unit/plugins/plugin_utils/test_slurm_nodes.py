@@ -56,3 +56,44 @@ def test_the_filter_is_the_same_rule():
     hostvars = {"gpu01": hw(8)}
     out = FilterModule().filters()["slurm_node_descriptions"](("gpu01",), hostvars, known=None, scope=("gpu01",))
     assert out == node_descriptions(["gpu01"], hostvars)
+
+
+# ------------------------------------------------------------------------ slurm.conf and gres.conf lines
+
+D8 = {"cpus": 224, "sockets": 2, "cores_per_socket": 56, "threads_per_core": 2, "memtotal_mb": 2063937,
+      "gpu_type": "h100", "gpu_count": 8, "gres_autodetect": "nvml", "gpu_indexes": list(range(8))}
+D4 = dict(D8, gpu_count=4, gres_autodetect=None, gpu_indexes=[0, 2, 4, 6])
+D0 = {"cpus": 4, "sockets": 1, "cores_per_socket": 4, "threads_per_core": 1, "memtotal_mb": 16000, "gpu_type": None,
+      "gpu_count": 0, "gres_autodetect": None, "gpu_indexes": []}
+# The lines the role's template wrote with Jinja loops before they moved here (rendered by ansible-playbook from the
+# same descriptions and variables): an upgrade must not rewrite slurm.conf.
+TEMPLATE_NODE_LINES = [
+    "NodeName=gpu03 CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=1960741 Gres=gpu:h100:4 "
+    "Features=h100,roce,air,NVL State=UNKNOWN",
+    "NodeName=gpu[10-11] CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=1960741 Gres=gpu:h100:8 "
+    "Features=h100,air,hgx State=UNKNOWN",
+    "NodeName=gpu01 CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=1960741 Gres=gpu:h100:8 "
+    "Features=h100,infiniband,air,hgx State=UNKNOWN",
+    "NodeName=gpu02 CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=1960741 Gres=gpu:h100:8 "
+    "Features=h100,infiniband,liquid,hgx State=UNKNOWN",
+    "NodeName=cpu01 CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=11904 Features=Infiniband,air,hgx "
+    "State=UNKNOWN"]
+
+
+def test_node_and_gres_lines_are_the_templates_lines():
+    nodes = {"gpu01": D8, "gpu02": D8, "gpu03": D4, "gpu10": D8, "cpu01": D0, "gpu11": D8}
+    node_vars = {"gpu01": {"cluster_fabric_type": "infiniband"},
+                 "gpu02": {"cluster_fabric_type": "infiniband", "slurm_controller_node_cooling": "liquid"},
+                 "gpu03": {"cluster_fabric_type": "roce", "slurm_controller_node_features_extra": ["NVL", "H100"]},
+                 "gpu10": {}, "cpu01": {"cluster_fabric_type": "Infiniband"}}  # gpu11: kept, not in the inventory
+    filters = FilterModule().filters()
+    assert filters["slurm_node_lines"](nodes, node_vars, 5, 4096, "air", ["hgx"]) == TEMPLATE_NODE_LINES
+    assert filters["slurm_gres_lines"](nodes) == ["NodeName=gpu[01-02,10-11] AutoDetect=nvml Name=gpu Type=h100 Count=8",
+                                                  "NodeName=gpu03 Name=gpu Type=h100 File=/dev/nvidia[0,2,4,6]"]
+
+
+def test_the_memory_reserve_is_the_larger_of_the_share_and_the_floor():
+    from ansible_collections.clusterforge.gpu.plugins.plugin_utils.slurm_nodes import node_attributes
+    assert "RealMemory=11904 " in node_attributes(D0, "", "air", [], 5, 4096)      # 800 MB < 4096 MB floor
+    assert "RealMemory=1960741 " in node_attributes(D8, "", "air", [], 5, 4096)    # 5 % = 103196 MB
+    assert node_attributes(D0, None, "air", ["air", "AIR", "x"], 0, 0).endswith("Features=air,x State=UNKNOWN")
