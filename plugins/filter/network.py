@@ -64,10 +64,28 @@ def ip_in_network(ip, cidr):
     return addr in net
 
 
+def interface_with_address(facts, ip):
+    """The name of the interface that holds IPv4 address ``ip`` (primary or secondary) in a host's gathered facts
+    (``ansible_facts``), the first in name order; '' when none does."""
+    if not hasattr(facts, "get"):
+        raise AnsibleFilterError("interface_with_address: expected a host's ansible_facts, got %s" % type(facts).__name__)
+    wanted = str(ip).strip()
+    for name in sorted(facts.get("interfaces") or []):
+        device = facts.get(str(name).replace("-", "_").replace(".", "_")) or {}
+        ipv4 = device.get("ipv4") if hasattr(device, "get") else None
+        if not hasattr(ipv4, "get"):
+            continue
+        secondaries = [a.get("address") for a in device.get("ipv4_secondaries") or [] if hasattr(a, "get")]
+        if ipv4.get("address") == wanted or wanted in secondaries:
+            return name
+    return ""
+
+
 class FilterModule(object):
     def filters(self):
         return {
             "network_host": network_host,
             "networks_overlap": networks_overlap,
             "ip_in_network": ip_in_network,
+            "interface_with_address": interface_with_address,
         }

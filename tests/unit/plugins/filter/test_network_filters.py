@@ -7,7 +7,7 @@ from ansible_collections.clusterforge.gpu.plugins.filter.network import (
 
 
 def test_filters_registered():
-    assert set(FilterModule().filters()) == {"network_host", "networks_overlap", "ip_in_network"}
+    assert set(FilterModule().filters()) == {"network_host", "networks_overlap", "ip_in_network", "interface_with_address"}
 
 
 @pytest.mark.parametrize("cidr,n,expected", [
@@ -55,3 +55,20 @@ def test_networks_overlap(a, b, expected):
 ])
 def test_ip_in_network(ip, cidr, expected):
     assert ip_in_network(ip, cidr) is expected
+
+
+FACTS = {"interfaces": ["lo", "eth0", "bond0.100", "ib0"],
+         "lo": {"ipv4": {"address": "127.0.0.1"}},
+         "eth0": {"ipv4": {"address": "10.0.0.11"}, "ipv4_secondaries": [{"address": "10.0.0.99"}]},
+         "bond0_100": {"ipv4": {"address": "10.1.0.11"}},
+         "ib0": {"ipv6": [{"address": "fe80::1"}]}}
+
+
+def test_interface_with_address_reads_primary_and_secondary_addresses():
+    find = FilterModule().filters()["interface_with_address"]
+    assert find(FACTS, "10.0.0.11") == "eth0"
+    assert find(FACTS, "10.0.0.99") == "eth0"
+    assert find(FACTS, "10.1.0.11") == "bond0.100"   # facts name the VLAN device bond0_100
+    assert find(FACTS, "10.9.9.9") == ""
+    assert find({"interfaces": ["b", "a"], "a": {"ipv4": {"address": "1.1.1.1"}},
+                 "b": {"ipv4": {"address": "1.1.1.1"}}}, "1.1.1.1") == "a"   # the first in name order
