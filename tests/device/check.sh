@@ -89,7 +89,8 @@ tail -25 "$REC/modules_play.log"
 # --- the Slurm health check, dry run (no scontrol here: it reports its checks, acts on nothing, exits 2) ---
 NGPU=$(grep -c '^GPU ' "$REC/list.out"); NGPU=${NGPU:-0}
 cp roles/slurm_compute/files/slurm_healthcheck.py /tmp/cf-healthcheck
-for m in slurm infiniband nvidia_smi healthcheck; do cp plugins/module_utils/$m.py /tmp/clusterforge_$m.py; done  # the role installs them beside it
+rm -rf /tmp/clusterforge_health && cp -r roles/slurm_compute/files/clusterforge_health /tmp/  # its package, beside it
+for m in slurm infiniband nvidia_smi healthcheck dcgm; do cp plugins/module_utils/$m.py /tmp/clusterforge_$m.py; done  # the role installs them beside it
 cat > /tmp/cf-healthcheck.json <<JSON
 {"node_name": "device01", "gpu_count": $NGPU, "dcgm": "auto", "ib": false, "textfile_dir": "",
  "state_dir": "/tmp/cf-hc-state", "syslog": false, "breaker_jitter_seconds": 0, "breaker_settle_seconds": 0,

@@ -1,44 +1,59 @@
 """The TEST EMULATORS behind the node health check's new checks, run as subprocesses and read through the health
-check's own parsers (roles/slurm_compute/files/slurm_healthcheck.py, loaded as a
-module), so the emulators cannot drift from what the check reads: dmesg (Xids and SXids), nvidia-smi's nvlink -s/-e,
+check's own parsers (roles/slurm_compute/files/clusterforge_health/, the program's package, installed and
+imported as the role installs it), so the emulators cannot drift from what the check reads: dmesg (Xids and SXids), nvidia-smi's nvlink -s/-e,
 its PCIe link width, MIG mode and clock event reasons, and dcgmi health incidents with a DCGM error code."""
 
-import importlib.util
+import importlib
 import json
 import os
 import re
 import subprocess
 import sys
+import types
 
 import pytest
+import yaml
 
 from conftest import EMULATORS, ROOT
 
 DMESG = os.path.join(EMULATORS, "dmesg")
 NVIDIA_SMI = os.path.join(EMULATORS, "nvidia-smi")
 DCGMI = os.path.join(EMULATORS, "dcgmi")
-PROGRAM = os.path.join(ROOT, "roles", "slurm_compute", "files", "slurm_healthcheck.py")
+FILES = os.path.join(ROOT, "roles", "slurm_compute", "files")
 # util-linux dmesg: "[%5lu.%06lu] " then the message
 STAMP = re.compile(r"^\[[ \d]{5,}\.\d{6}\] \S")
 
 
 @pytest.fixture(scope="module")
 def hc(tmp_path_factory):
+    """The health check's package, installed as the role installs it (the program, its package's modules as
+    roles/slurm_compute/vars/main.yml lists them, and beside them the modules they import, as
+    roles/slurm_compute/tasks/config.yml names them), its modules as attributes by name."""
     folder = tmp_path_factory.mktemp("hc")
-    path = folder / "cf_healthcheck_emu.py"
-    with open(PROGRAM) as handle:
-        path.write_text(handle.read())
-    # the modules the role installs beside it, which it imports (as roles/slurm_compute/tasks/config.yml names them)
+    with open(os.path.join(FILES, "slurm_healthcheck.py")) as handle:
+        (folder / "slurm-healthcheck").write_text(handle.read())
     with open(os.path.join(ROOT, "roles", "slurm_compute", "tasks", "config.yml")) as handle:
         installed = re.findall(r"/clusterforge_(\w+)\.py", handle.read())
     assert "healthcheck" in installed and "dcgm" in installed, installed
     for name in installed:
         with open(os.path.join(ROOT, "plugins", "module_utils", name + ".py")) as handle:
             (folder / ("clusterforge_%s.py" % name)).write_text(handle.read())
-    spec = importlib.util.spec_from_file_location("cf_healthcheck_emu", str(path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    with open(os.path.join(ROOT, "roles", "slurm_compute", "vars", "main.yml")) as handle:
+        modules = yaml.safe_load(handle)["__slurm_compute_healthcheck_package"]
+    (folder / "clusterforge_health").mkdir()
+    for name in modules:
+        with open(os.path.join(FILES, "clusterforge_health", name + ".py")) as handle:
+            (folder / "clusterforge_health" / (name + ".py")).write_text(handle.read())
+    saved_path, saved_modules = list(sys.path), set(sys.modules)
+    sys.path.insert(0, str(folder))
+    try:
+        return types.SimpleNamespace(**dict((name, importlib.import_module("clusterforge_health." + name))
+                                            for name in modules if name != "__init__"))
+    finally:
+        sys.path[:] = saved_path
+        for key in set(sys.modules) - saved_modules:
+            if key.startswith("clusterforge_"):
+                del sys.modules[key]
 
 
 @pytest.fixture
@@ -93,15 +108,15 @@ def test_dmesg_injected_xids_and_sxids_read_as_the_check_reads_them(env, hc):
     lines = ok(DMESG, env).splitlines()
     injected = lines[-5:]
     assert all(STAMP.match(line) for line in injected)
-    stamps = [float(hc.DMESG_LINE_RE.match(line).group(1)) for line in injected]
+    stamps = [float(hc.check_xid.DMESG_LINE_RE.match(line).group(1)) for line in injected]
     assert stamps == sorted(stamps) and len(set(stamps)) == 5 and stamps[0] == 86400.5  # each after the one before
-    xids = [hc.XID_RE.search(line) for line in injected[:3]]
+    xids = [hc.check_xid.XID_RE.search(line) for line in injected[:3]]
     assert [(m.group(1), m.group(2)) for m in xids] == [
         ("0000:18:00", "79"), ("0000:5d:00", "48"), ("0000:db:00", "94")]
     assert injected[0].endswith("NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen "
                                 "off the bus.")
-    assert hc._xid_detail(xids[2].group(3)) == "Contained: SM (0x1). RST: No, D-RST: No"
-    sxids = [hc.SXID_RE.search(line) for line in injected[3:]]
+    assert hc.check_xid._xid_detail(xids[2].group(3)) == "Contained: SM (0x1). RST: No, D-RST: No"
+    sxids = [hc.check_xid.SXID_RE.search(line) for line in injected[3:]]
     assert [(m.group(1), m.group(3), m.group(4)) for m in sxids] == [
         ("nvidia-nvswitch1", "24007", "Fatal"), ("nvidia-nvswitch0", "20009", "Non-fatal")]
 
@@ -123,18 +138,19 @@ def test_dmesg_refuses_what_it_does_not_emulate(env, args):
 # ------------------------------------------------------------------------------------------------ nvidia-smi
 
 def test_nvlink_status_and_errors_of_an_hgx_h100(env, hc):
-    status = hc.parse_nvlink_status(ok(NVIDIA_SMI, env, "nvlink", "-s"))
+    status = hc.check_nvlink.parse_nvlink_status(ok(NVIDIA_SMI, env, "nvlink", "-s"))
     assert len(status) == 8 and all(len(links) == 18 and all(links.values()) for _i, _u, links in status)
     assert status[0][1].startswith("GPU-")
     ok(NVIDIA_SMI, env, "--emu-nvlink-down", "2", "4")
     ok(NVIDIA_SMI, env, "--emu-nvlink-down", "5", "all")
     ok(NVIDIA_SMI, env, "--emu-nvlink-up", "5", "0")
-    status = dict((i, links) for i, _u, links in hc.parse_nvlink_status(ok(NVIDIA_SMI, env, "nvlink", "--status")))
+    status = dict((i, links) for i, _u, links
+                  in hc.check_nvlink.parse_nvlink_status(ok(NVIDIA_SMI, env, "nvlink", "--status")))
     assert [n for n, up in status["2"].items() if not up] == [4]
     assert sum(status["5"].values()) == 1 and status["5"][0]
     text = ok(NVIDIA_SMI, env, "nvlink", "-s", "-i", "2")
     assert text.splitlines()[5] == "\t Link 4: <inactive>" and text.splitlines()[1] == "\t Link 0: 26.562 GB/s"
-    errors = hc.parse_nvlink_errors(ok(NVIDIA_SMI, env, "nvlink", "-e"))
+    errors = hc.check_nvlink.parse_nvlink_errors(ok(NVIDIA_SMI, env, "nvlink", "-e"))
     assert len(errors) == 8 and {len(links) for links in errors.values()} == {18}
     first = errors[sorted(errors)[0]]["0"]
     assert first == {"Replay Errors": 0, "Recovery Errors": 0, "CRC Errors": 0}
@@ -143,7 +159,7 @@ def test_nvlink_status_and_errors_of_an_hgx_h100(env, hc):
     ok(NVIDIA_SMI, env, "--emu-nvlink-errors", "1", "7", "replay", "2")
     text = ok(NVIDIA_SMI, env, "nvlink", "-e", "-i", "1")
     assert "\t Link 7: CRC Errors: 15\n" in text and "\t Link 7: Replay Errors: 2\n" in text
-    assert list(hc.parse_nvlink_errors(text).values())[0]["7"] == {
+    assert list(hc.check_nvlink.parse_nvlink_errors(text).values())[0]["7"] == {
         "Replay Errors": 2, "Recovery Errors": 0, "CRC Errors": 15}
 
 
@@ -155,7 +171,7 @@ def test_nvidia_smi_refuses_bad_nvlink_and_injection_arguments(env, args):
 
 
 def extras(env, hc, prefix="clocks_event_reasons"):
-    fields = hc.EXTRA_FIELDS + ["%s.%s" % (prefix, name) for name, _label in hc.THROTTLE_REASONS]
+    fields = hc.check_gpu.EXTRA_FIELDS + ["%s.%s" % (prefix, name) for name, _label in hc.check_gpu.THROTTLE_REASONS]
     out = ok(NVIDIA_SMI, env, "--query-gpu=" + ",".join(fields), "--format=csv,noheader,nounits")
     return [[c.strip() for c in line.split(",")] for line in out.splitlines()]
 
@@ -208,7 +224,8 @@ def test_faults_survive_a_reboot_and_an_old_state_file_still_reads(env, hc, tmp_
     with open(path, "w") as handle:
         json.dump(state["hardware"], handle)
     assert extras(env, hc)[0] == ["0", "16", "16", "Disabled", "Not Active", "Not Active", "Not Active"]
-    assert all(all(links.values()) for _i, _u, links in hc.parse_nvlink_status(ok(NVIDIA_SMI, env, "nvlink", "-s")))
+    assert all(all(links.values()) for _i, _u, links
+               in hc.check_nvlink.parse_nvlink_status(ok(NVIDIA_SMI, env, "nvlink", "-s")))
 
 
 # ------------------------------------------------------------------------------------------------ dcgmi
@@ -220,14 +237,14 @@ def test_dcgmi_health_incidents_with_a_code_carry_dcgms_message(env, hc):
     ok(DCGMI, env, "--emu-health", "3", "nvlink", "fail", "14")
     ok(DCGMI, env, "--emu-health", "4", "pcie", "warn")  # no code: the emulator's own message
     body = json.loads(ok(DCGMI, env, "health", "-c", "-j"))["body"]
-    incidents = dict(((i["entity"], i["system"]), i) for i in hc._dcgm_incidents(body))
-    assert hc.dcgm_codes(incidents[("0", "Power system")]["text"]) == [12]
+    incidents = dict(((i["entity"], i["system"]), i) for i in hc.check_dcgm._dcgm_incidents(body))
+    assert hc.check_dcgm.dcgm_codes(incidents[("0", "Power system")]["text"]) == [12]
     assert incidents[("0", "Power system")]["text"] == (
         "Detected clocks event due to power violation in GPU 0. Monitor the power conditions. This GPU can still "
         "perform workload.")
-    assert hc.dcgm_codes(incidents[("2", "Memory system")]["text"]) == [4]
-    assert hc.dcgm_codes(incidents[("3", "NVLINK system")]["text"]) == [14]
-    assert hc.dcgm_codes(incidents[("4", "PCIe system")]["text"]) == [3]
+    assert hc.check_dcgm.dcgm_codes(incidents[("2", "Memory system")]["text"]) == [4]
+    assert hc.check_dcgm.dcgm_codes(incidents[("3", "NVLINK system")]["text"]) == [14]
+    assert hc.check_dcgm.dcgm_codes(incidents[("4", "PCIe system")]["text"]) == [3]
     # the plain table wraps the message at 54 characters, as DCGM 4.6.1 does (fixture health-c-warning-power)
     table = ok(DCGMI, env, "health", "-c")
     assert "|                           | Detected clocks event due to power violation in GPU 0.   |\n" \

@@ -7,6 +7,9 @@ the epilog and systemd unit that run it after each job."""
 
 import ast
 import configparser
+import functools
+import glob
+import importlib
 import json
 import os
 import re
@@ -16,6 +19,7 @@ import stat
 import subprocess
 import sys
 import time
+import types
 
 import jinja2
 import pytest
@@ -25,9 +29,11 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils import healthchec
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 ROLE = os.path.join(ROOT, "roles", "slurm_compute")
-# The program as the role installs it (verbatim, tasks/config.yml): plain Python, linted by ansible-test sanity.
+# The program as the role installs it (verbatim, tasks/config.yml): plain Python, linted by ansible-test sanity. It
+# only starts its package, installed beside it as clusterforge_health/ (the modules vars/main.yml names).
 PROGRAM = os.path.join(ROLE, "files", "slurm_healthcheck.py")
-# Installed beside it as clusterforge_<name>.py (tasks/config.yml): the program imports their parsers and its
+PACKAGE = os.path.join(ROLE, "files", "clusterforge_health")
+# Installed beside it as clusterforge_<name>.py (tasks/config.yml): the package imports their parsers and its
 # drain-ownership rule.
 NODE_MODULES = ("slurm", "infiniband", "nvidia_smi", "healthcheck", "dcgm")
 EPILOG = os.path.join(ROLE, "templates", "etc", "slurm", "epilog.d", "90-cf-healthcheck.j2")
@@ -39,13 +45,89 @@ SLURM_COMMANDS = re.compile(r"\b(scontrol|sinfo|squeue|srun|sbatch|salloc|scance
                             r"sreport|sdiag|strigger|sbcast|sattach|scrontab)\b")
 
 
+def package_modules():
+    """The package's modules, as the role lists them for tasks/config.yml (vars/main.yml)."""
+    with open(os.path.join(ROLE, "vars", "main.yml")) as handle:
+        return yaml.safe_load(handle)["__slurm_compute_healthcheck_package"]
+
+
+def package_sources():
+    """Every module of the package directory: {name: path}."""
+    return dict((os.path.basename(path)[:-3], path) for path in sorted(glob.glob(os.path.join(PACKAGE, "*.py"))))
+
+
 def install_program(folder, name):
-    """The program and the module it imports, as the role installs them: side by side in `folder`."""
+    """The program, its package and the modules they import, as the role installs them: side by side in `folder`
+    (the package's modules from the role's list, so that a module the role forgets is missing here too)."""
     for name_ in NODE_MODULES:
         shutil.copyfile(os.path.join(ROOT, "plugins", "module_utils", name_ + ".py"),
                         os.path.join(str(folder), "clusterforge_%s.py" % name_))
+    os.makedirs(os.path.join(str(folder), "clusterforge_health"), exist_ok=True)
+    for module in package_modules():
+        shutil.copyfile(os.path.join(PACKAGE, module + ".py"),
+                        os.path.join(str(folder), "clusterforge_health", module + ".py"))
     shutil.copyfile(PROGRAM, os.path.join(str(folder), name))
     return os.path.join(str(folder), name)
+
+
+def package(tmp_path):
+    """The installed package's modules, imported from a copy in tmp_path (no bytecode beside the role's files), as
+    attributes by module name; sys.path and sys.modules are left as they were."""
+    install_program(tmp_path, "slurm-healthcheck")
+    saved_path, saved_modules = list(sys.path), set(sys.modules)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        return types.SimpleNamespace(**dict((name, importlib.import_module("clusterforge_health." + name))
+                                            for name in package_modules() if name != "__init__"))
+    finally:
+        sys.path[:] = saved_path
+        for key in set(sys.modules) - saved_modules:
+            if key.startswith("clusterforge_"):
+                del sys.modules[key]
+
+
+def package_trees():
+    """{path: ast tree} of the program and every module of its package."""
+    trees = {}
+    for path in [PROGRAM] + list(package_sources().values()):
+        with open(path) as handle:
+            trees[path] = ast.parse(handle.read())
+    return trees
+
+
+def files_task():
+    """The one clusterforge.gpu.files task of tasks/config.yml that installs the health check."""
+    with open(os.path.join(ROLE, "tasks", "config.yml")) as handle:
+        tasks = yaml.safe_load(handle)
+    found = [t for t in tasks if "clusterforge.gpu.files" in t
+             and "__slurm_compute_healthcheck_package_files" in (t.get("vars") or {})]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@functools.lru_cache(maxsize=None)
+def rendered_package_entries():
+    """The package's entries of that task as Ansible renders them (its own templar, lookups and filters; in a
+    process of its own, where Ansible's plugin loader may start), for slurm_compute_healthcheck_path = HC_PATH."""
+    task_vars = files_task()["vars"]
+    script = """
+import json, sys
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
+from ansible.template import Templar, trust_as_template
+init_plugin_loader()
+given = json.load(sys.stdin)
+variables = dict((k, trust_as_template(v) if isinstance(v, str) else v) for k, v in given["vars"].items())
+json.dump(Templar(loader=DataLoader(), variables=variables).template(trust_as_template(given["expr"])), sys.stdout)
+"""
+    variables = {"slurm_compute_healthcheck_path": HC_PATH, "role_path": ROLE,
+                 "__slurm_compute_healthcheck_package": package_modules(),
+                 "__slurm_compute_healthcheck_package_dir": task_vars["__slurm_compute_healthcheck_package_dir"]}
+    proc = subprocess.run([sys.executable, "-c", script], input=json.dumps(
+        {"vars": variables, "expr": task_vars["__slurm_compute_healthcheck_package_files"]}),
+        capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
 
 
 FAKE = """#!/bin/sh
@@ -338,35 +420,74 @@ def test_own_reasons_are_rewritten_and_resumed(node, state, reason):
 def test_the_checks_ownership_rule_is_slurm_nodes(tmp_path):
     """The health check has no rule of its own: it imports reason_action and state_flags from the module it is
     installed with (plugins/module_utils/slurm.py as clusterforge_slurm.py), the rule slurm_node uses."""
-    prog = program(tmp_path)
+    prog = package(tmp_path).slurm
     assert prog.reason_action.__module__ == "clusterforge_slurm" and prog.state_flags.__module__ == "clusterforge_slurm"
-    with open(PROGRAM) as handle:
-        tree = ast.parse(handle.read())
-    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
-    assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    assert not defined & {"reason_action", "state_flags"}, defined
-    assert not assigned & {"REASON_STATES", "SLURM_TRANSIENT_DOWN_REASONS"}, assigned
+    for path, tree in package_trees().items():
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assigned = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+        assert not defined & {"reason_action", "state_flags"}, (path, defined)
+        assert not assigned & {"REASON_STATES", "SLURM_TRANSIENT_DOWN_REASONS"}, (path, assigned)
     # node_info: state_flags, and a node scontrol did not describe has no flag
     assert prog.node_info("IDLE+DRAIN+NOT_RESPONDING")["drain"] is True
     assert prog.node_info("DOWN*")["flags"] == ["NOT_RESPONDING"]
     assert prog.node_info("") == {"base": "", "flags": [], "drain": False}
 
 
-@pytest.mark.parametrize("name", NODE_MODULES)
+@pytest.mark.parametrize("name", ["clusterforge_%s" % n for n in NODE_MODULES]
+                         + ["clusterforge_health.%s" % n for n in sorted(package_sources()) if n != "__init__"]
+                         + ["clusterforge_health"])
 def test_the_modules_installed_beside_it_need_only_the_standard_library(name, tmp_path):
-    """A node has no collection: the module_utils files installed there as clusterforge_<name>.py import with the
-    standard library alone (python3 -I -S: no site-packages, no ansible_collections), and the role installs each of
-    them, before the program."""
+    """A node has no collection: the module_utils files installed there as clusterforge_<name>.py and the program's
+    package, clusterforge_health/, import with the standard library alone (python3 -I -S: no site-packages, no
+    ansible_collections), and the role installs each of them, before the program."""
     install_program(tmp_path, "slurm-healthcheck")
     proc = subprocess.run([sys.executable, "-I", "-S", "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                           "import clusterforge_%s" % name, str(tmp_path)], capture_output=True, text=True,
+                           "import %s" % name, str(tmp_path)], capture_output=True, text=True,
                           check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    with open(os.path.join(ROLE, "tasks", "config.yml")) as handle:
-        tasks = yaml.safe_load(handle)
-    paths = [item["path"] for t in tasks if "clusterforge.gpu.files" in t for item in t["clusterforge.gpu.files"]["files"]]
-    mine = "{{ slurm_compute_healthcheck_path | dirname }}/clusterforge_%s.py" % name
-    assert mine in paths and paths.index(mine) < paths.index("{{ slurm_compute_healthcheck_path }}"), paths
+    task = files_task()
+    # the package's entries between the parsers and the program: one list before it, the package, one list after
+    assert task["clusterforge.gpu.files"]["files"] == (
+        "{{ __slurm_compute_node_files + __slurm_compute_healthcheck_package_files + __slurm_compute_node_programs }}")
+    first = [item["path"] for item in task["vars"]["__slurm_compute_node_files"]]
+    then = [item["path"] for item in task["vars"]["__slurm_compute_node_programs"]]
+    assert "{{ slurm_compute_healthcheck_path }}" in then, then
+    if name.startswith("clusterforge_health"):
+        assert (name.partition(".")[2] or "__init__") in package_modules(), name
+    else:
+        assert "{{ slurm_compute_healthcheck_path | dirname }}/%s.py" % name in first, first
+
+
+def test_the_program_starts_its_package_installed_as_the_role_installs_it(tmp_path):
+    """The program runs from the tree the role installs, with the standard library alone (python3 -I -S): it
+    finds its package and the parsers beside itself, wherever it is called from."""
+    path = install_program(tmp_path, "slurm-healthcheck")
+    proc = subprocess.run([sys.executable, "-I", "-S", path, "--help"], capture_output=True, text=True, check=False,
+                          timeout=60, cwd="/")
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: slurm-healthcheck "), (proc.stdout, proc.stderr)
+
+
+def test_every_module_of_the_package_is_in_the_roles_list_and_no_other():
+    """vars/main.yml lists the package's modules for tasks/config.yml: every module of files/clusterforge_health/,
+    once, and nothing else (a module the list forgets would be missing on the nodes)."""
+    names = package_modules()
+    assert len(names) == len(set(names)), names
+    assert set(names) == set(package_sources()), (sorted(names), sorted(package_sources()))
+    others = [n for n in os.listdir(PACKAGE) if not n.endswith(".py") and n != "__pycache__"]
+    assert not others, others
+
+
+def test_the_role_installs_the_package_as_files_has_it():
+    """The task's package entries as Ansible renders them: the directory (root:root 0755), then each module of the
+    list with its content exactly as files/ has it (root:root 0644), in the program's directory."""
+    entries = rendered_package_entries()
+    folder = os.path.dirname(HC_PATH) + "/clusterforge_health"
+    assert entries[0] == {"path": folder, "state": "directory", "owner": "root", "group": "root", "mode": "0755"}
+    assert [e["path"] for e in entries[1:]] == ["%s/%s.py" % (folder, n) for n in package_modules()]
+    for entry in entries[1:]:
+        with open(os.path.join(PACKAGE, os.path.basename(entry["path"]))) as handle:
+            source = handle.read()
+        assert entry == {"path": entry["path"], "content": source, "owner": "root", "group": "root", "mode": "0644"}
 
 
 def test_dcgm_failure_drains(node):
@@ -533,11 +654,11 @@ def test_own_prefix_still_resumes_only_its_own(node):
 
 
 def _script_tuple(name):
-    with open(PROGRAM) as handle:
-        tree = ast.parse(handle.read())
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and getattr(stmt.targets[0], "id", None) == name:
-            return ast.literal_eval(stmt.value)
+    """A constant of the program or its package (the value where it is assigned)."""
+    for tree in package_trees().values():
+        for stmt in tree.body:
+            if isinstance(stmt, ast.Assign) and getattr(stmt.targets[0], "id", None) == name:
+                return ast.literal_eval(stmt.value)
     raise AssertionError(name + " not found in the health check")
 
 
@@ -548,10 +669,12 @@ def test_the_catalogue_and_the_prefix_rule_are_preflights(tmp_path):
     """The checks, strikes, DCGM codes and the reason-prefix rule come from plugins/module_utils/healthcheck.py,
     which preflight uses too: the program defines none of them itself."""
     from ansible_collections.clusterforge.gpu.plugins.plugin_utils import preflight_slurm
-    prog = program(tmp_path)
+    prog = package(tmp_path).core
     for name in ("CHECKS", "DEFAULT_STRIKES", "DCGM_HEALTH_CODES", "dcgm_codes", "reason_prefix_problems"):
         with pytest.raises(AssertionError):
             _script_tuple(name)
+        for path, tree in package_trees().items():
+            assert name not in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, (path, name)
     assert prog.reason_prefix_problems.__module__ == "clusterforge_healthcheck"
     assert prog.CHECKS == preflight_slurm.HEALTHCHECK_CHECKS
     # the program refuses to act on the first problem preflight reports
@@ -1050,16 +1173,6 @@ runpy.run_path(script, run_name="__main__")
 """
 
 
-def program(tmp_path):
-    """The program as a module, for its parsers (a copy, so that no bytecode is written beside the role's file)."""
-    import importlib.util
-    path = install_program(tmp_path, "cf_healthcheck_module.py")
-    spec = importlib.util.spec_from_file_location("cf_healthcheck_module", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def node_lines(states):
     """`scontrol show node -o` of several nodes: [(name, state, reason or None)]."""
     out = []
@@ -1128,9 +1241,13 @@ def test_the_program_is_plain_python_installed_verbatim():
         text = handle.read()
     assert text.startswith("#!/usr/bin/python3\n")
     ast.parse(text)
-    with open(os.path.join(ROLE, "tasks", "config.yml")) as handle:
-        tasks = yaml.safe_load(handle)
-    items = [item for t in tasks if "clusterforge.gpu.files" in t for item in t["clusterforge.gpu.files"]["files"]
+    for path in package_sources().values():
+        with open(path) as handle:
+            module = handle.read()
+        # a module of the program, never run by itself: no shebang, and plain Python
+        assert not module.startswith("#!"), path
+        ast.parse(module)
+    items = [item for item in files_task()["vars"]["__slurm_compute_node_programs"]
              if item["path"] == "{{ slurm_compute_healthcheck_path }}"]
     # the file lookup, not the template one: nothing in the program is templated, and rstrip=false keeps its last
     # newline
@@ -1417,7 +1534,7 @@ def test_an_incident_with_an_ignored_and_a_kept_code_counts(node):
     ("A DBE has occurred", []),
 ])
 def test_dcgm_codes_are_read_back_from_dcgms_messages(tmp_path, message, codes):
-    assert program(tmp_path).dcgm_codes(message) == codes
+    assert package(tmp_path).check_dcgm.dcgm_codes(message) == codes
 
 
 # --- the circuit breaker ----------------------------------------------------------------------------------------
@@ -1830,7 +1947,7 @@ def test_nvlink_error_growth_within_the_limit_and_a_reset_counter_pass(node):
 
 def test_the_nvlink_parsers_are_the_collections(tmp_path):
     """nvlink -s / -e are read by plugins/module_utils/nvidia_smi.py (tests/unit/plugins/module_utils/test_nvidia_smi.py)."""
-    module = program(tmp_path)
+    module = package(tmp_path).check_nvlink
     assert module.parse_nvlink_status.__module__ == module.parse_nvlink_errors.__module__ == "clusterforge_nvidia_smi"
     status = module.parse_nvlink_status(nvlink_status(gpus=1, links=3, inactive={(0, 1)}))
     assert status == [("0", "GPU-4f3c8a51-2e7d-1b9c-8a06-000000000000", {0: True, 1: False, 2: True})]

@@ -6,23 +6,30 @@ import stat
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-PROGRAM = os.path.join(ROOT, "roles", "slurm_compute", "files", "slurm_healthcheck.py")
+FILES = os.path.join(ROOT, "roles", "slurm_compute", "files")
+PROGRAM = os.path.join(FILES, "slurm_healthcheck.py")
+# The program's package: metrics.py writes every file it replaces (the state, the record, the metrics file).
+PACKAGE = os.path.join(FILES, "clusterforge_health")
+METRICS = os.path.join(PACKAGE, "metrics.py")
 
 
 def _write_atomically():
-    with open(PROGRAM) as f:
+    with open(METRICS) as f:
         text = f.read()
     start = text.index("def write_atomically(")
     source = text[start:text.index("\n\n\ndef ", start)]
     namespace = {"os": os, "tempfile": tempfile}
-    exec(compile(source, PROGRAM, "exec"), namespace)  # pylint: disable=exec-used
+    exec(compile(source, METRICS, "exec"), namespace)  # pylint: disable=exec-used
     return namespace["write_atomically"]
 
 
 def test_the_old_predictable_temporary_names_are_gone():
-    with open(PROGRAM) as f:
-        text = f.read()
-    assert ".tmp\" % (" not in text and "%d.tmp" not in text
+    paths = [PROGRAM] + [os.path.join(PACKAGE, n) for n in sorted(os.listdir(PACKAGE)) if n.endswith(".py")]
+    assert METRICS in paths
+    for path in paths:
+        with open(path) as f:
+            text = f.read()
+        assert ".tmp\" % (" not in text and "%d.tmp" not in text, path
 
 
 def test_a_link_planted_at_any_temporary_name_is_not_written_through(tmp_path):

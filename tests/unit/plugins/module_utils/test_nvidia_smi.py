@@ -442,7 +442,7 @@ def test_r580_h200_state_query():
 def _healthcheck_fields():
     import ast
     path = os.path.join(os.path.dirname(__file__), os.pardir, os.pardir, os.pardir, os.pardir, "roles",
-                        "slurm_compute", "files", "slurm_healthcheck.py")
+                        "slurm_compute", "files", "clusterforge_health", "check_gpu.py")
     with open(path) as f:
         source = f.read()
     values = {}

@@ -584,14 +584,17 @@ def _load_inventory(path):
 # --- the health check's own lists ------------------------------------------------------------------------------------
 def test_health_check_names_and_codes_are_the_programs():
     """The check names, strike keys and DCGM codes preflight accepts are the ones the health check program knows:
-    both read plugins/module_utils/healthcheck.py, which the program imports (installed beside it)."""
+    both read plugins/module_utils/healthcheck.py, which the program's package imports (installed beside it)."""
     import ast
+    import glob
     from ansible_collections.clusterforge.gpu.plugins.module_utils import healthcheck
-    path = os.path.join(COLLECTION_ROOT, "roles", "slurm_compute", "files", "slurm_healthcheck.py")
-    with open(path) as handle:
-        tree = ast.parse(handle.read())
-    imported = {a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "clusterforge_healthcheck"
-                for a in n.names}
+    package = os.path.join(COLLECTION_ROOT, "roles", "slurm_compute", "files", "clusterforge_health")
+    imported = set()
+    for path in glob.glob(os.path.join(package, "*.py")):
+        with open(path) as handle:
+            tree = ast.parse(handle.read())
+        imported |= {a.name for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "clusterforge_healthcheck"
+                     for a in n.names}
     assert {"CHECKS", "DEFAULT_STRIKES", "DCGM_HEALTH_CODES"} <= imported, imported
     assert preflight_slurm.HEALTHCHECK_CHECKS == healthcheck.CHECKS
     assert tuple(sorted(healthcheck.DEFAULT_STRIKES)) == tuple(sorted(preflight_slurm.HEALTHCHECK_STRIKE_KEYS))
