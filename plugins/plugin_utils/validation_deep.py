@@ -119,8 +119,7 @@ def _why_none(client, what):
     return "%s client did not run" % what
 
 
-def client_results(client, plan, node, server=None, timeout=None, ib_port_info=None, rate_gbps=None,
-                   what="the ib_write_bw"):
+def client_results(client, plan, node, server=None, timeout=None, ib_port_info=None, rate_gbps=None):
     """One client's ib_write_bw result (registered; mode client) -> validation_judge ib_write_bw entries.
 
     One entry per test of ``plan`` (``{hca}``, with ``line_rate_gbits`` where the plan knows it, else the rate of the
@@ -128,6 +127,10 @@ def client_results(client, plan, node, server=None, timeout=None, ib_port_info=N
     loopback), hca, line_rate_gbits, rc, msg, result}. A test without an outcome carries an ``msg`` that says why,
     which the judge reports as a failure.
     """
+    return _client_results(client, plan, node, server, timeout, ib_port_info, rate_gbps, "the ib_write_bw")
+
+
+def _client_results(client, plan, node, server, timeout, ib_port_info, rate_gbps, what):
     if not _is_list(plan):
         raise ValidationError("validation_ib_client_results: the plan must be a list of tests, got %r" % (plan,))
     node = to_text(node)
@@ -155,7 +158,7 @@ def loopback_results(client, plan, node, timeout=None):
     :func:`client_results` with the node as its own server and the plan's line rates."""
     if not _is_list(plan):
         raise ValidationError("validation_loopback_results: the plan must be validation_loopback_plan's list")
-    return client_results(client, plan, node, timeout=timeout, what="the ib_write_bw loopback")
+    return _client_results(client, plan, node, None, timeout, None, None, "the ib_write_bw loopback")
 
 
 def round_results(runs, planned_key, node_vars, rate_gbps=None):

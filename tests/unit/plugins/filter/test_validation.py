@@ -38,7 +38,9 @@ FILTER_DIR = os.path.dirname(validation.__file__)
 PERF_FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "module_utils", "fixtures", "perf")
 NAMES = ("nccl_tests_results", "perftest_results", "dd_results", "checkpoint_estimate", "validation_judge",
          "validation_html", "validation_node_verdicts", "validation_loopback_plan", "validation_loopback_results",
-         "validation_ib_line_rate", "validation_held_nodes", "storage_aggregate")
+         "validation_ib_line_rate", "validation_held_nodes", "storage_aggregate", "validation_ib_client_results",
+         "validation_ib_round_results", "validation_deep_selection_lines", "validation_deep_states",
+         "validation_deep_outcome_lines")
 # The emulators' environment knobs: a test sets the ones it wants, nothing leaks in from the caller.
 EMU_KEYS = ("CLUSTERFORGE_EMU_NCCL_BUSBW_GBPS", "CLUSTERFORGE_EMU_NCCL_WRONG", "CLUSTERFORGE_EMU_NCCL_LATENCY_US",
             "CLUSTERFORGE_EMU_IB_GBPS", "CLUSTERFORGE_EMU_IB_DEGRADE", "CLUSTERFORGE_EMU_IB_LINK",

@@ -40,6 +40,11 @@ BEHIND = {
     "validation_ib_line_rate": validation_deep.line_rate,
     "validation_held_nodes": validation_judge.held_nodes,
     "storage_aggregate": validation_judge.storage_aggregate,
+    "validation_ib_client_results": validation_deep.client_results,
+    "validation_ib_round_results": validation_deep.round_results,
+    "validation_deep_selection_lines": validation_deep.selection_lines,
+    "validation_deep_states": validation_deep.node_states,
+    "validation_deep_outcome_lines": validation_deep.outcome_lines,
 }
 
 
@@ -77,7 +82,8 @@ def test_filter_is_thin_and_exports_the_same_filters_and_signatures():
     for name, func in FILTERS.items():
         assert func.__name__ == name
         assert inspect.signature(func) == inspect.signature(BEHIND[name]), name
-    assert len(source(validation_filter).splitlines()) < 130
+    # one short wrapper per filter (17 of them), the work behind them
+    assert len(source(validation_filter).splitlines()) < 170
 
 
 def test_validation_error_is_a_value_error():
