@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over BIOS attributes read through Redfish: bios_vendor, bios_map, bios_plan and bios_judge.
+"""Filters over BIOS attributes read through Redfish: bios_vendor, bios_map, bios_plan, bios_judge and
+bios_registry_uri.
 
 The logic and the vendor table are plugins/plugin_utils/bios_attributes.py; these filters hand it plain data and
 turn its ValueError into a filter error. Documentation lives beside this file (bios_*.yml).
@@ -54,18 +55,25 @@ def bios_vendor(manufacturer):
     return ba.vendor_key(None if manufacturer is None else str(manufacturer))
 
 
-def bios_map(attributes, vendor, pending=None, table_extra=None):
+def _text(value):
+    return None if value is None else str(value)
+
+
+def bios_map(attributes, vendor, pending=None, table_extra=None, registry=None, attribute_registry=None):
     """The four settings (acs, iommu, sriov, power_profile) of a BIOS, each {value, state, attribute, source, ...}."""
-    return ba.map_bios(None if vendor is None else str(vendor), _mapping(attributes, "bios_map input", False),
-                       _mapping(pending, "bios_map pending"), table=_table(table_extra))
+    return ba.map_bios(_text(vendor), _mapping(attributes, "bios_map input", False),
+                       _mapping(pending, "bios_map pending"), table=_table(table_extra),
+                       registry=_mapping(registry, "bios_map registry"), attribute_registry=_text(attribute_registry))
 
 
-def bios_plan(attributes, vendor, pending=None, wanted=None, table_extra=None):
+def bios_plan(attributes, vendor, pending=None, wanted=None, table_extra=None, registry=None,
+              attribute_registry=None):
     """What to stage so that the next reset brings the wanted states, honouring values already pending."""
     try:
-        plan = ba.compute_patch(None if vendor is None else str(vendor), _mapping(attributes, "bios_plan input", False),
+        plan = ba.compute_patch(_text(vendor), _mapping(attributes, "bios_plan input", False),
                                 _mapping(pending, "bios_plan pending"), _mapping(wanted, "bios_plan wanted"),
-                                table=_table(table_extra))
+                                table=_table(table_extra), registry=_mapping(registry, "bios_plan registry"),
+                                attribute_registry=_text(attribute_registry))
     except ValueError as e:
         raise AnsibleFilterError("bios_plan: %s" % e)
     plan["pending_changes"] = ba.pending_changes(_mapping(attributes, "bios_plan input", False),
@@ -82,6 +90,11 @@ def bios_judge(settings, expected, runtime_acs_enabled=None):
         raise AnsibleFilterError("bios_judge: %s" % e)
 
 
+def bios_registry_uri(registry_file, language="en"):
+    """The URI of the registry document a Redfish MessageRegistryFile points at ('' when it names none)."""
+    return ba.registry_uri(_mapping(registry_file, "bios_registry_uri input"), _text(language) or "en") or ""
+
+
 def bios_bmc_tls_problem(validate_certs, insecure_skip_tls_verify=False):
     """Why the BMC TLS settings are refused ('' when they are not): preflight's own rule."""
     return bmc_tls_problem(validate_certs, insecure_skip_tls_verify) or ""
@@ -90,4 +103,4 @@ def bios_bmc_tls_problem(validate_certs, insecure_skip_tls_verify=False):
 class FilterModule(object):
     def filters(self):
         return {"bios_vendor": bios_vendor, "bios_map": bios_map, "bios_plan": bios_plan, "bios_judge": bios_judge,
-                "bios_bmc_tls_problem": bios_bmc_tls_problem}
+                "bios_registry_uri": bios_registry_uri, "bios_bmc_tls_problem": bios_bmc_tls_problem}

@@ -17,6 +17,11 @@ not know is reported ``unknown`` with the reason, never guessed, and cannot be s
 their own platform's attribute registry adds entries with ``merge_table`` (role variable ``bios_vendor_table_extra``),
 each with its source too. docs/bios.md has the same table for people.
 
+BIOSes whose attribute names are opaque codes (AMI-based BMCs: ``TCG003``) are read through the BMC's BIOS attribute
+registry (the document ``/redfish/v1/Registries/<Bios.AttributeRegistry>`` points at, see ``registry_uri``): an
+entry with ``match: display_name`` names the attribute by its registry ``DisplayName`` and its values by their
+``ValueDisplayName``, and ``resolve_table`` turns it into the ``AttributeName`` and ``ValueName``s of that registry.
+
 Redfish semantics followed here (DMTF DSP0266 "Settings resource", Bios schema): ``Bios.Attributes`` are the values
 in effect; ``@Redfish.Settings.SettingsObject`` points at the pending settings, applied at the next reset. Some BMCs
 list only the pending changes there (Dell, Supermicro), others a full copy of every attribute (HPE, Lenovo): an
@@ -53,65 +58,130 @@ SOURCES = {
     "supermicro_x13": _GH % (_LIBREDFISH, "25ff5a985ac875ce3affd43a3dd58eed810a7cc0",
                              "tests/mockups/supermicro/redfish/v1/Systems/1/Bios/index.json"),
     "supermicro_x11ddw_manual": "https://manualshive.com/en/manual/supermicro/x11ddw-l/1404049?page=93",
+    # The R750's own BIOS attribute registry, from the same libredfish mockup as dell_r750.
+    "dell_r750_registry": _GH % (_LIBREDFISH, "1bbcc7a74d114912bc181f90a395a4dd42e9af79",
+                                 "tests/mockups/dell/redfish/v1/Systems/System.Embedded.1/Bios/BiosRegistry/index.json"),
+    # A ProLiant Gen10 (Intel, BiosAttributeRegistryU31) Bios resource in proliantutils' unit-test samples (Apache-2.0).
+    "hpe_u31": _GH % ("openstack-archive/proliantutils", "09d869326a35762b808b4e4f171f7bac22c79272",
+                      "proliantutils/tests/redfish/json_samples/bios.json"),
+    # OpenStack Ironic's iLO driver guide: the iLO BIOS attributes and their allowed values.
+    "ironic_ilo_doc": _GH % ("openstack/ironic", "6d36b0b785b4b009fbb3e05d4dc5524faa71d6ba",
+                             "doc/source/admin/drivers/ilo.rst"),
+    # HP's technology brief "HP Power Regulator for ProLiant servers" (page 9 of the copy on manualshelf).
+    "hp_power_regulator_brief": "https://www.manualshelf.com/manual/hp/hp-proliant-dl360-g5-server/"
+                                "hp-power-regulator-for-proliant-servers/page-9.html",
+    # An AMI BMC (ZT Systems board) in sushy's unit-test samples (Apache-2.0): Bios with opaque attribute names, its
+    # registry file and its (sushy-trimmed) attribute registry. Used for the display-name lookup, not by the table.
+    "ami_zt_bios": _GH % ("openstack/sushy", "bdbbf86df401fa3a0e154ffbbd0c6174b4c93af5",
+                          "sushy/tests/unit/json_samples/bios_zt.json"),
+    "ami_zt_registry": _GH % ("openstack/sushy", "bdbbf86df401fa3a0e154ffbbd0c6174b4c93af5",
+                              "sushy/tests/unit/json_samples/bios_attribute_registry_zthardware.json"),
+    "ami_zt_registry_file": _GH % ("openstack/sushy", "fbf44e92c4a820ce0063cfbb4d8a6ad4c224f7ca",
+                                   "sushy/tests/unit/json_samples/bios_attribute_registry_file_zthardware.json"),
 }
+
+
+def _switch(on="Enabled", off="Disabled"):
+    """``values`` and ``set`` of an attribute whose two values are the two states (a fresh copy each time)."""
+    return {"values": {on: "enabled", off: "disabled"}, "set": {"enabled": on, "disabled": off}}
+
 
 # vendor -> setting -> candidate entries, tried in order (the first whose attribute the BIOS has is used).
 # Entry keys:
 #   attribute  the attribute name; with match "hash_suffix" the part before '#' (Supermicro appends '#<hex id>'
-#              that differs between boards: "IntelVTforDirectedI/O(VT-d)#1E12")
+#              that differs between boards: "IntelVTforDirectedI/O(VT-d)#1E12"); with match "display_name" the
+#              DisplayName of the attribute in the BMC's attribute registry (for BIOSes whose names are opaque codes
+#              such as AMI's "TCG003"); values and set then use the registry's ValueDisplayName, and the entry is
+#              resolved to the attribute's name and ValueNames through the registry (resolve_table)
 #   values     {raw value: state} for the values a source showed or documented
 #   set        {wanted state: raw value to write}; a state missing here cannot be set through this entry
+#   requires   attributes the BIOS must also have for the entry to apply (a platform marker), optional
 #   source     URL of the dump/registry/manual; evidence: what it shows; note: anything a reader must know
 VENDOR_TABLE = {
     "dell": {
-        # PowerEdge R750 dump: no ACS attribute, and no attribute documented in a checked source as VT-d alone
-        # (ProcVirtualization is "Virtualization Technology"): acs and iommu stay unknown on Dell.
+        # PowerEdge R750 dump and registry: no ACS attribute, so acs stays unknown on Dell.
+        "iommu": [{
+            "attribute": "ProcVirtualization",
+            "requires": ["IntelTxt"],
+            **_switch(),
+            "source": SOURCES["dell_r750_registry"],
+            "evidence": 'R750 BiosAttributeRegistry.v1_0_3: ProcVirtualization, DisplayName "Virtualization Technology", '
+                        'Enumeration Enabled|Disabled, HelpText "When set to Enabled, the BIOS will enable processor '
+                        'Virtualization features and provide the virtualization support to the Operating System (OS) '
+                        'through the DMAR table."; the R750 dump ' + SOURCES["dell_r750"] + ' has '
+                        '"ProcVirtualization": "Enabled"',
+            "note": "DMAR is the ACPI table of Intel VT-d, so the entry applies only to a BIOS that has IntelTxt (Intel "
+                    "Trusted Execution Technology: an Intel platform; the R750 dump has it). The IOMMU attribute of AMD "
+                    "PowerEdge BIOSes is not in a checked source: unknown there",
+        }],
         "sriov": [{
             "attribute": "SriovGlobalEnable",
-            "values": {"Enabled": "enabled", "Disabled": "disabled"},
-            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            **_switch(),
             "source": SOURCES["dell_r750"],
             "evidence": 'PowerEdge R750, BIOS 1.8.2, BiosAttributeRegistry.v1_0_3: "SriovGlobalEnable": "Disabled"',
         }],
         "power_profile": [{
             "attribute": "SysProfile",
-            "values": {"PerfOptimized": "enabled"},
+            "values": {"PerfOptimized": "enabled", "PerfPerWattOptimizedDapc": "disabled",
+                       "PerfPerWattOptimizedOs": "disabled"},
             "set": {"enabled": "PerfOptimized"},
-            "source": SOURCES["dell_r750"],
-            "evidence": 'PowerEdge R750 dump: "SysProfile": "PerfOptimized" (System Profile "Performance")',
-            "note": "other System Profiles (performance per watt, custom) are not mapped: reported unknown",
+            "source": SOURCES["dell_r750_registry"],
+            "evidence": 'R750 BiosAttributeRegistry.v1_0_3: SysProfile "System Profile", values PerfPerWattOptimizedDapc '
+                        '"Performance Per Watt (DAPC)", PerfPerWattOptimizedOs "Performance Per Watt (OS)", '
+                        'PerfOptimized "Performance", Custom "Custom"; ProcPwrPerf\'s HelpText: "Maximum Performance '
+                        'is typically selected for performance-centric workloads [...]", "OS DBPM is another '
+                        'Performance Per Watt option"; the R750 dump ' + SOURCES["dell_r750"] + ' has '
+                        '"SysProfile": "PerfOptimized" with "ProcPwrPerf": "MaxPerf"',
+            "note": "Custom is unknown (each option is then set by hand), and so is any profile this registry does not "
+                    "list; no power-saving profile is chosen for you, so power_profile cannot be set disabled",
         }],
     },
     "hpe": {
         "acs": [{
             "attribute": "AccessControlService",
-            "values": {"Enabled": "enabled", "Disabled": "disabled"},
-            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            **_switch(),
             "source": SOURCES["hpe_a42"],
             "evidence": 'iLO BiosAttributeRegistryA42.v1_2_60 (AMD EPYC ProLiant): "AccessControlService": "Enabled"',
         }],
         "iommu": [{
             "attribute": "ProcAmdIoVt",
-            "values": {"Enabled": "enabled", "Disabled": "disabled"},
-            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            **_switch(),
             "source": SOURCES["hpe_a42"],
             "evidence": 'AMD I/O Virtualization Technology (AMD-Vi): "ProcAmdIoVt": "Enabled"',
-            "note": "AMD platforms only; the Intel VT-d attribute of HPE Intel platforms is not in the table",
+            "note": "AMD platforms; HPE Intel platforms have IntelProcVtd (next entry)",
+        }, {
+            "attribute": "IntelProcVtd",
+            **_switch(),
+            "source": SOURCES["hpe_u31"],
+            "evidence": 'ProLiant Gen10 (Intel), BiosAttributeRegistryU31.v1_1_00: "IntelProcVtd": "Enabled"; Ironic\'s '
+                        'iLO guide ' + SOURCES["ironic_ilo_doc"] + ': "IntelProcVtd: Hypervisor or operating system '
+                        'supporting this option can use hardware capabilities provided by Intel\'s Virtualization '
+                        'Technology for Directed I/O. Allowed values are Enabled, Disabled."',
         }],
         "sriov": [{
             "attribute": "Sriov",
-            "values": {"Enabled": "enabled", "Disabled": "disabled"},
-            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            **_switch(),
             "source": SOURCES["hpe_a42"],
-            "evidence": '"Sriov": "Enabled"',
+            "evidence": '"Sriov": "Enabled" (also in the Gen10 Intel sample ' + SOURCES["hpe_u31"] + '); Ironic\'s iLO '
+                        'guide: "Sriov: If enabled, SR-IOV support enables a hypervisor to create virtual instances of '
+                        'a PCI-express device [...] Allowed values are Enabled, Disabled."',
         }],
         "power_profile": [{
             "attribute": "PowerRegulator",
-            "values": {"OsControl": "disabled"},
-            "set": {},
-            "source": SOURCES["hpe_a42"],
-            "evidence": '"PowerRegulator": "OsControl" (OS Control Mode, not a static high-performance mode)',
-            "note": "the value of HPE's maximum-performance mode is not in a checked dump: it cannot be set",
+            "values": {"StaticHighPerf": "enabled", "DynamicPowerSavings": "disabled", "StaticLowPower": "disabled",
+                       "OsControl": "disabled"},
+            "set": {"enabled": "StaticHighPerf"},
+            "source": SOURCES["ironic_ilo_doc"],
+            "evidence": 'Ironic\'s iLO guide: "PowerRegulator: Determines how to regulate the power consumption. '
+                        'Allowed values are DynamicPowerSavings, StaticLowPower, StaticHighPerf, OsControl."; HP\'s '
+                        'Power Regulator brief ' + SOURCES["hp_power_regulator_brief"] + ': "Static High Performance '
+                        'mode delivers the highest performance at every performance interval up to maximum processor '
+                        'performance (100%)"; the dumps ' + SOURCES["hpe_a42"] + ' ("PowerRegulator": "OsControl") and '
+                        + SOURCES["hpe_u31"] + ' ("DynamicPowerSavings")',
+            "note": "WorkloadProfile (GeneralPowerEfficientCompute in both dumps) is not mapped: no checked source says "
+                    "which preset profile is the maximum-performance one, and a preset profile other than Custom sets "
+                    "dependent options, which may include the Power Regulator. No power-saving mode is chosen for you, "
+                    "so power_profile cannot be set disabled",
         }],
     },
     "lenovo": {
@@ -119,8 +189,7 @@ VENDOR_TABLE = {
         # are in the XCC dump, but no checked source documents what their values do: acs stays unknown on Lenovo.
         "iommu": [{
             "attribute": "DevicesandIOPorts_IntelVTforDirectedIOVTd",
-            "values": {"Enabled": "enabled", "Disabled": "disabled"},
-            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            **_switch(),
             "source": SOURCES["lenovo_registry"],
             "evidence": 'XCC BiosAttributeRegistry.1.0.0: DisplayName "Intel(R) VT for Directed I/O (VT-d)", '
                         'Enumeration Disabled|Enabled, default Enabled, ResetRequired true; the XCC dump '
@@ -144,8 +213,7 @@ VENDOR_TABLE = {
             "match": "hash_suffix",
             # The manual's wording: "Select Enable to program Access Control Services to Chipset PCI-E Root Port
             # Bridges. Select Disable to program Access Control Services to all PCI-E Root Port Bridges."
-            "values": {"Disable": "enabled", "Enable": "disabled"},
-            "set": {"enabled": "Disable", "disabled": "Enable"},
+            **_switch("Disable", "Enable"),
             "source": SOURCES["supermicro_x11ddw_manual"],
             "evidence": 'X13 dump ' + SOURCES["supermicro_x13"] + ': "PCIeACSCTL#1E1C": "Disable"; X11DDW-L manual '
                         'p.93 "ACS (Access Control Services) Control"',
@@ -155,8 +223,7 @@ VENDOR_TABLE = {
         "iommu": [{
             "attribute": "IntelVTforDirectedI/O(VT-d)",
             "match": "hash_suffix",
-            "values": {"Enable": "enabled", "Disable": "disabled"},
-            "set": {"enabled": "Enable", "disabled": "Disable"},
+            **_switch("Enable", "Disable"),
             "source": SOURCES["supermicro_x13"],
             "evidence": '"IntelVTforDirectedI/O(VT-d)#1E12": "Enable"; options Enable/Disable in the X11DDW-L '
                         'manual p.93 ' + SOURCES["supermicro_x11ddw_manual"],
@@ -164,8 +231,7 @@ VENDOR_TABLE = {
         "sriov": [{
             "attribute": "SR-IOVSupport",
             "match": "hash_suffix",
-            "values": {"Enabled": "enabled", "Disabled": "disabled"},
-            "set": {"enabled": "Enabled", "disabled": "Disabled"},
+            **_switch(),
             "source": SOURCES["supermicro_x13"],
             "evidence": '"SR-IOVSupport#0048": "Enabled" (this attribute spells Enabled/Disabled, unlike the '
                         'VT-d one)',
@@ -187,11 +253,18 @@ _VENDOR_PREFIXES = (
 )
 
 
+MATCHES = ("exact", "hash_suffix", "display_name")
+
+
+def _norm_vendor(manufacturer):
+    return "".join(ch for ch in str(manufacturer).lower() if ch not in " .,-_")
+
+
 def vendor_key(manufacturer):
     """The table key of a manufacturer string ('Dell Inc.' -> 'dell'), or None when the table does not know it."""
     if manufacturer is None:
         return None
-    text = "".join(ch for ch in str(manufacturer).lower() if ch not in " .,-_")
+    text = _norm_vendor(manufacturer)
     if text in VENDOR_TABLE:
         return text
     for prefix, key in _VENDOR_PREFIXES:
@@ -200,16 +273,32 @@ def vendor_key(manufacturer):
     return None
 
 
+def _table_key(table, vendor):
+    """The key of ``vendor`` in ``table``: as given, through vendor_key, or the manufacturer text normalised as
+    merge_table stores an operator's vendor ('GIGABYTE' and 'Gigabyte' both find 'gigabyte'); None otherwise."""
+    if vendor is None:
+        return None
+    if vendor in table:
+        return vendor
+    key = vendor_key(vendor)
+    if key is not None:
+        return key
+    text = _norm_vendor(vendor)
+    return text if text in table else None
+
+
 def merge_table(extra=None, table=None):
     """The vendor table with the operator's entries first: ``{vendor: {setting: [entry, ...]}}``.
 
     Every extra entry needs ``attribute``, ``values`` (raw value -> enabled|disabled) and ``source``; ``set``
-    (enabled|disabled -> raw value) and ``match`` (exact|hash_suffix) are optional. Raises ValueError naming the
+    (enabled|disabled -> raw value), ``match`` (exact|hash_suffix|display_name) and ``requires`` (attribute names)
+    are optional. A vendor the table does not know is stored under its manufacturer text in lower case without
+    spaces, dots, commas, dashes or underscores ('Giga Computing' -> 'gigacomputing'). Raises ValueError naming the
     first problem.
     """
     merged = copy.deepcopy(VENDOR_TABLE if table is None else table)
     for vendor, settings in (extra or {}).items():
-        key = vendor_key(vendor) or str(vendor).lower()
+        key = vendor_key(vendor) or _norm_vendor(vendor)
         if not isinstance(settings, dict):
             raise ValueError("vendor %s: expected a dict of settings, got %s" % (vendor, type(settings).__name__))
         for setting, entries in settings.items():
@@ -246,8 +335,11 @@ def _check_entry(vendor, setting, entry):
     if not isinstance(set_values, dict) or any(k not in WANTED for k in set_values):
         raise ValueError("%s: set must map enabled|disabled to the raw value to write" % where)
     match = entry.get("match", "exact")
-    if match not in ("exact", "hash_suffix"):
-        raise ValueError("%s: match must be exact or hash_suffix, got %r" % (where, match))
+    if match not in MATCHES:
+        raise ValueError("%s: match must be one of %s, got %r" % (where, ", ".join(MATCHES), match))
+    requires = entry.get("requires", [])
+    if not isinstance(requires, list) or not all(isinstance(r, str) and r for r in requires):
+        raise ValueError("%s: requires must be a list of attribute names" % where)
     out = dict(entry)
     out["set"] = dict(set_values)
     out["match"] = match
@@ -257,14 +349,153 @@ def _check_entry(vendor, setting, entry):
 def _find(entry, attributes):
     """(attribute name in the BIOS, None) or (None, reason)."""
     name = entry["attribute"]
-    if entry.get("match", "exact") == "exact":
-        return (name, None) if name in attributes else (None, "no attribute %s" % name)
-    found = sorted(a for a in attributes if a.split("#", 1)[0] == name)
+    match = entry.get("match", "exact")
+    if match == "display_name":
+        # Only an entry that resolve_table could not resolve gets here (a resolved one has match "exact").
+        return None, entry.get("unresolved") or ("display name %r needs the BIOS attribute registry" % name)
+    if match == "exact":
+        if name not in attributes:
+            return None, "no attribute %s" % name
+        found = name
+    else:
+        candidates = sorted(a for a in attributes if a.split("#", 1)[0] == name)
+        if not candidates:
+            return None, "no attribute %s#<id>" % name
+        if len(candidates) > 1:
+            return None, "%d attributes match %s#<id> (%s): ambiguous" % (len(candidates), name, ", ".join(candidates))
+        found = candidates[0]
+    missing = [r for r in entry.get("requires", []) if r not in attributes]
+    if missing:
+        return None, "%s is read only on a BIOS that also has %s" % (found, ", ".join(missing))
+    return found, None
+
+
+# -- attribute registries (BIOSes whose attribute names are opaque codes) -----------------------------------------
+
+def _norm_text(text):
+    """Display names compared with runs of white space collapsed and the ends stripped (AMI writes
+    '  Disable Block Sid')."""
+    return " ".join(str(text).split())
+
+
+def _norm_registry_id(name):
+    """Registry names as the Bios resource and the registry spell them: 'BiosAttributeRegistry.v1_0_0' and
+    'BiosAttributeRegistry.1.0.0' are the same registry."""
+    text = str(name or "").strip().lower()
+    for suffix in (".json",):
+        if text.endswith(suffix):
+            text = text[:-len(suffix)]
+    return text.replace(".v", ".").replace("_", ".")
+
+
+def registry_attributes(registry):
+    """The ``RegistryEntries.Attributes`` list of an attribute registry document (empty when it has none)."""
+    if not isinstance(registry, dict):
+        return []
+    entries = (registry.get("RegistryEntries") or {}).get("Attributes") or []
+    return [a for a in entries if isinstance(a, dict) and a.get("AttributeName")]
+
+
+def registry_lookup(registry, display_name):
+    """Find an attribute by its DisplayName in an attribute registry document.
+
+    Returns ``(attribute_name, {value display name: value name}, None)``, or ``(None, None, reason)`` when no
+    attribute, or more than one, has that display name. The value map is empty for an attribute without a
+    ``Value`` list (not an enumeration).
+    """
+    wanted = _norm_text(display_name)
+    found = [a for a in registry_attributes(registry) if _norm_text(a.get("DisplayName", "")) == wanted]
+    rid = registry.get("Id") if isinstance(registry, dict) else None
     if not found:
-        return None, "no attribute %s#<id>" % name
+        return None, None, "the attribute registry %s has no attribute named %r" % (rid, wanted)
     if len(found) > 1:
-        return None, "%d attributes match %s#<id> (%s): ambiguous" % (len(found), name, ", ".join(found))
-    return found[0], None
+        return None, None, "%d attributes of the registry %s are named %r (%s): ambiguous" % (
+            len(found), rid, wanted, ", ".join(a["AttributeName"] for a in found))
+    values = {}
+    for value in found[0].get("Value") or []:
+        if isinstance(value, dict) and "ValueName" in value:
+            values[_norm_text(value.get("ValueDisplayName", value["ValueName"]))] = value["ValueName"]
+    return found[0]["AttributeName"], values, None
+
+
+def _resolve_entry(entry, registry, mismatch):
+    out = dict(entry)
+    if mismatch:
+        out["unresolved"] = mismatch
+        return out
+    name, values, reason = registry_lookup(registry, entry["attribute"])
+    if name is None:
+        out["unresolved"] = reason
+        return out
+
+    def raw(shown):
+        # An attribute without a Value list (boolean, integer, string) is written as the entry gives it.
+        return values.get(_norm_text(shown)) if values else shown
+
+    out.update(attribute=name, match="exact", display_name=_norm_text(entry["attribute"]),
+               registry=registry.get("Id"), values={}, set={})
+    for shown, state in entry["values"].items():
+        if raw(shown) is not None:
+            out["values"][raw(shown)] = state
+    for state, shown in (entry.get("set") or {}).items():
+        if raw(shown) is not None:
+            out["set"][state] = raw(shown)
+    if not out["values"]:
+        out.update(match="display_name", unresolved="none of the values %s of %r is in the registry %s" % (
+            ", ".join(repr(v) for v in entry["values"]), entry["attribute"], registry.get("Id")))
+    return out
+
+
+def resolve_table(table, registry, attribute_registry=None):
+    """The table with every ``match: display_name`` entry resolved through an attribute registry document.
+
+    A resolved entry names the attribute (``AttributeName``) and maps the registry's ``ValueName``s; it keeps
+    ``display_name`` and ``registry`` (the registry's Id). An entry that cannot be resolved (no such display name,
+    several, none of its values, no registry, or a registry that is not the one ``attribute_registry`` names: the
+    Bios resource's ``AttributeRegistry``) keeps ``match: display_name`` with the reason in ``unresolved``, and
+    reads as unknown. Other entries are unchanged.
+    """
+    mismatch = None
+    if not isinstance(registry, dict) or not registry:
+        mismatch = "no BIOS attribute registry was given to resolve display names"
+    elif attribute_registry and _norm_registry_id(attribute_registry) != _norm_registry_id(registry.get("Id")):
+        mismatch = "the attribute registry %s is not the one this BIOS names (%s)" % (
+            registry.get("Id"), attribute_registry)
+    out = {}
+    for vendor, settings in table.items():
+        out[vendor] = {}
+        for setting, entries in settings.items():
+            out[vendor][setting] = [_resolve_entry(e, registry, mismatch) if e.get("match") == "display_name" else e
+                                    for e in entries]
+    return out
+
+
+def registry_uri(registry_file, language="en"):
+    """The URI of the registry document a MessageRegistryFile (``/redfish/v1/Registries/<name>``) points at.
+
+    Picks the ``Location`` whose ``Language`` is ``language``, else one whose language starts with it ('en-US' for
+    'en'), else the first; its ``Uri`` (a path on the BMC), else ``PublicationUri``. None when there is none.
+    """
+    locations = [loc for loc in (registry_file or {}).get("Location") or [] if isinstance(loc, dict)]
+    lang = str(language or "").lower()
+    ordered = ([loc for loc in locations if str(loc.get("Language", "")).lower() == lang]
+               + [loc for loc in locations if str(loc.get("Language", "")).lower().startswith(lang)]
+               + locations)
+    for loc in ordered:
+        uri = loc.get("Uri") or loc.get("PublicationUri")
+        if uri:
+            return uri
+    return None
+
+
+def _prepare(table, vendor, registry, attribute_registry):
+    table = VENDOR_TABLE if table is None else table
+    key = _table_key(table, vendor)
+    settings = table.get(key) or {}
+    if any(e.get("match") == "display_name" for entries in settings.values() for e in entries):
+        table = dict(table)
+        table.update(resolve_table({key: settings}, registry, attribute_registry))
+    return table, key
 
 
 def _same(a, b):
@@ -312,16 +543,17 @@ def pending_changes(current, pending):
     return out
 
 
-def map_bios(vendor, attributes, pending=None, table=None):
+def map_bios(vendor, attributes, pending=None, table=None, registry=None, attribute_registry=None):
     """Map a BIOS to the four settings.
 
     ``vendor`` is a table key or a manufacturer string; ``attributes`` the ``Bios.Attributes`` in effect;
-    ``pending`` the ``Attributes`` of the settings object (optional). Returns ``{setting: {value, state,
-    attribute, source, reason, pending_value, pending_state, next_state}}``: ``pending_value``/``pending_state``
-    are set only when a different value waits for the next reset, ``next_state`` is the state after it.
+    ``pending`` the ``Attributes`` of the settings object (optional); ``registry`` the BIOS attribute registry
+    document and ``attribute_registry`` the Bios resource's ``AttributeRegistry`` (both optional, needed only by
+    ``match: display_name`` entries, see resolve_table). Returns ``{setting: {value, state, attribute, source,
+    reason, pending_value, pending_state, next_state}}``: ``pending_value``/``pending_state`` are set only when a
+    different value waits for the next reset, ``next_state`` is the state after it.
     """
-    table = VENDOR_TABLE if table is None else table
-    key = vendor if vendor in table else vendor_key(vendor)
+    table, key = _prepare(table, vendor, registry, attribute_registry)
     attributes = attributes or {}
     changes = pending_changes(attributes, pending)
     out = {}
@@ -346,7 +578,16 @@ def map_bios(vendor, attributes, pending=None, table=None):
     return out
 
 
-def compute_patch(vendor, current, pending, wanted, table=None):
+def map_bios_resource(vendor, bios, registry=None, settings=None, table=None):
+    """map_bios from the Redfish resources themselves: the ``Bios`` resource (its ``Attributes`` and
+    ``AttributeRegistry``), the attribute registry document it names (optional) and the settings object
+    (optional)."""
+    bios = bios or {}
+    return map_bios(vendor, bios.get("Attributes") or {}, (settings or {}).get("Attributes"), table=table,
+                    registry=registry, attribute_registry=bios.get("AttributeRegistry"))
+
+
+def compute_patch(vendor, current, pending, wanted, table=None, registry=None, attribute_registry=None):
     """The attributes to stage so that the next reset brings ``wanted`` (``{setting: enabled|disabled|None}``).
 
     Already-pending values are honoured: a setting whose pending value already gives the wanted state is not staged
@@ -360,9 +601,10 @@ def compute_patch(vendor, current, pending, wanted, table=None):
       SetBiosAttributes drops an attribute whose current value equals the requested one, so it cannot override the
       pending value: the pending change must be cleared on the BMC first;
     * ``unsupported``: the table cannot read or set it on this BIOS (reason says why).
+
+    ``registry`` and ``attribute_registry`` as for map_bios.
     """
-    table = VENDOR_TABLE if table is None else table
-    key = vendor if vendor in table else vendor_key(vendor)
+    table, key = _prepare(table, vendor, registry, attribute_registry)
     current = current or {}
     changes = pending_changes(current, pending)
     result = {"patch": {}, "settings": {}, "unsupported": [], "conflicts": []}

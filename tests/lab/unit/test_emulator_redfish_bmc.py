@@ -379,13 +379,15 @@ def test_bios_role_read_check_stage_reset_read_back(bmcs, role):
     assert state["pending"] == {} and facts["bios_reboot_required"] is False
     assert "changed=0" in recap and "failed=0" in recap
 
-    # Check mode: the plan is reported (as a change), nothing reaches the BMC.
+    # Check mode: the plan is reported (as a change), nothing reaches the BMC. Power Regulator's Static High
+    # Performance mode is HPE's maximum-performance value.
+    staged = {"AccessControlService": "Disabled", "PowerRegulator": "StaticHighPerf"}
     rc, facts, out, recap = role(bmc, check=True, **wanted)
     assert rc == 0, out
-    assert facts["bios_state"]["would_stage"] == {"AccessControlService": "Disabled"}
-    assert facts["bios_state"]["plan"]["power_profile"]["action"] == "unsupported"
+    assert facts["bios_state"]["would_stage"] == staged
+    assert facts["bios_state"]["plan"]["power_profile"]["action"] == "stage"
     assert facts["bios_reboot_required"] is True
-    assert "would stage on its BMC" in out and "power_profile enabled: the table has no value of PowerRegulator" in out
+    assert "would stage on its BMC" in out
     assert "changed=0" not in recap
     _system, bios_uri, settings_uri = bmc.uris()
     assert bmc.get(settings_uri)[0]["Attributes"]["AccessControlService"] == "Enabled"
@@ -393,8 +395,9 @@ def test_bios_role_read_check_stage_reset_read_back(bmcs, role):
     # Stage: on the BMC as pending, not in effect; the node needs a reboot.
     rc, facts, out, recap = role(bmc, **wanted)
     assert rc == 0, out
-    assert facts["bios_state"]["staged"] == {"AccessControlService": "Disabled"}
+    assert facts["bios_state"]["staged"] == staged
     assert facts["bios_state"]["settings"]["acs"]["next_state"] == "disabled"
+    assert facts["bios_state"]["settings"]["power_profile"]["next_state"] == "enabled"
     assert facts["bios_reboot_required"] is True
     assert bmc.get(settings_uri)[0]["Attributes"]["AccessControlService"] == "Disabled"
     assert bmc.get(bios_uri)[0]["Attributes"]["AccessControlService"] == "Enabled"
@@ -411,6 +414,7 @@ def test_bios_role_read_check_stage_reset_read_back(bmcs, role):
     rc, facts, out, recap = role(bmc, bios_bmc_auth="session", **wanted)
     assert rc == 0, out
     assert facts["bios_state"]["settings"]["acs"]["state"] == "disabled"
+    assert facts["bios_state"]["settings"]["power_profile"]["state"] == "enabled"
     assert facts["bios_state"]["pending"] == {} and facts["bios_reboot_required"] is False
     assert facts["bios_state"]["plan"]["acs"]["action"] == "none"
     assert bmc.get("/redfish/v1/SessionService/Sessions")[0]["Members"] == []  # the role closed its session
@@ -428,11 +432,14 @@ def test_bios_role_refuses_vfio_hosts_and_never_logs_credentials(bmcs, role):
     _system, _bios_uri, settings_uri = bmc.uris()
     assert bmc.get(settings_uri)[0].get("Attributes") is None  # Supermicro's SD: nothing pending
     assert PASSWORD not in out
-    # bios_force stages it: Supermicro's ACS Control "Enable" limits ACS to the chipset's root ports.
+    # bios_force stages it: Supermicro's ACS Control "Enable" limits ACS to the chipset's root ports. The table has
+    # no Supermicro power profile: that setting is reported as one that cannot be set, and the rest is staged.
     rc, facts, out, _recap = role(bmc, verbose=True, bios_apply=True, bios_force=True,
-                                  bios_settings={"acs": "disabled"})
+                                  bios_settings={"acs": "disabled", "power_profile": "enabled"})
     assert rc == 0, out
     assert bmc.get(settings_uri)[0]["Attributes"] == {"PCIeACSCTL#1E1C": "Enable"}
+    assert "WARNING bmc-test-node: power_profile enabled: the table has no power_profile attribute for supermicro" \
+        in " ".join(out.split())  # the callback wraps long lines
     assert PASSWORD not in out
 
 

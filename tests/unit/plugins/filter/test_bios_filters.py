@@ -4,12 +4,23 @@
 """The bios_* filters (plugins/filter/bios.py): plain data to plugin_utils/bios_attributes.py, errors as filter
 errors, and values as ansible-core hands them to filters (tagged str subclasses) read like plain ones."""
 
+import json
+import os
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.clusterforge.gpu.plugins.filter import bios
 from ansible_collections.clusterforge.gpu.plugins.filter.bios import FilterModule
+
+FIX = os.path.join(os.path.dirname(__file__), "..", "module_utils", "fixtures", "bios")
+
+
+def load(name):
+    with open(os.path.join(FIX, name)) as f:
+        return json.load(f)
+
 
 HPE = {"AccessControlService": "Enabled", "ProcAmdIoVt": "Enabled", "Sriov": "Enabled", "PowerRegulator": "OsControl"}
 
@@ -19,7 +30,8 @@ class Tagged(str):
 
 
 def test_filters_registered():
-    assert sorted(FilterModule().filters()) == ["bios_bmc_tls_problem", "bios_judge", "bios_map", "bios_plan", "bios_vendor"]
+    assert sorted(FilterModule().filters()) == ["bios_bmc_tls_problem", "bios_judge", "bios_map", "bios_plan",
+                                                "bios_registry_uri", "bios_vendor"]
 
 
 def test_vendor():
@@ -55,3 +67,30 @@ def test_judge_takes_the_map_output():
     # tests/lab/unit/test_emulator_redfish_bmc.py); here the same chain in Python.
     verdict = bios.bios_judge(bios.bios_map(HPE, "HPE"), {"acs": "disabled"}, runtime_acs_enabled=False)
     assert verdict["problems"] == ["acs: BIOS AccessControlService='Enabled' is enabled, the profile wants disabled"]
+
+
+def test_map_and_plan_resolve_display_names_through_the_registry():
+    """An operator entry by display name, read from the recorded R750 Bios and its registry."""
+    bios_resource, registry = load("dell-r750-bios.json"), load("dell-r750-registry.json")
+    extra = {"Dell Inc.": {"power_profile": {"attribute": "System Profile", "match": "display_name",
+                                             "values": {"Performance": "enabled",
+                                                        "Performance Per Watt (DAPC)": "disabled"},
+                                             "source": "R750 registry"}}}
+    attrs = dict(bios_resource["Attributes"], SysProfile=Tagged("PerfPerWattOptimizedDapc"))
+    out = bios.bios_map(attrs, "Dell Inc.", None, extra, registry, Tagged(bios_resource["AttributeRegistry"]))
+    assert out["power_profile"]["state"] == "disabled" and out["power_profile"]["source"] == "R750 registry"
+    plan = bios.bios_plan(attrs, "Dell Inc.", {}, {"power_profile": "enabled"}, extra, registry,
+                          bios_resource["AttributeRegistry"])
+    assert plan["patch"] == {"SysProfile": "PerfOptimized"}
+    # Without the registry the display-name entry is unknown and the shipped entry behind it is read.
+    assert bios.bios_map(attrs, "Dell Inc.", table_extra=extra)["power_profile"]["source"] != "R750 registry"
+    with pytest.raises(AnsibleFilterError, match="bios_map registry: expected a dict"):
+        bios.bios_map(attrs, "Dell Inc.", registry=["not", "a", "registry"])
+
+
+def test_registry_uri():
+    assert bios.bios_registry_uri(load("ami-zt-registry-file.json")) == \
+        "/redfish/v1/Registries/BiosAttributeRegistryProt0.208.208.0.json"
+    assert bios.bios_registry_uri({"Location": []}) == ""
+    with pytest.raises(AnsibleFilterError, match="expected a dict"):
+        bios.bios_registry_uri("BiosAttributeRegistry.v1_0_0")

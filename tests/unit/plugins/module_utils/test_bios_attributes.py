@@ -52,6 +52,27 @@ def test_every_mapped_attribute_is_in_its_recorded_dump_with_a_mapped_value(vend
         assert current[name] in entry["values"], (vendor, setting, current[name])
 
 
+# Every recorded Bios resource of each vendor; every table entry must read one of them with a value it maps.
+DUMPS = {"dell": ["dell-r750-bios.json"], "hpe": ["hpe-a42-bios.json", "hpe-u31-bios.json"],
+         "lenovo": ["lenovo-xcc-bios.json"], "supermicro": ["supermicro-x13-bios.json"]}
+
+
+@pytest.mark.parametrize("vendor,setting,index", [
+    (v, s, i) for v, settings in sorted(ba.VENDOR_TABLE.items()) for s, entries in sorted(settings.items())
+    for i in range(len(entries))])
+def test_every_table_entry_reads_a_recorded_dump(vendor, setting, index):
+    """Not only the first candidate: each entry (HPE's IntelProcVtd after ProcAmdIoVt) is seen in some dump."""
+    entry = ba.VENDOR_TABLE[vendor][setting][index]
+    seen = []
+    for fixture in DUMPS[vendor]:
+        current = attrs(fixture)
+        name, _reason = ba._find(entry, current)  # pylint: disable=protected-access
+        if name is not None:
+            seen.append((fixture, current[name]))
+    assert seen, (vendor, setting, entry["attribute"])
+    assert all(value in entry["values"] for _fixture, value in seen), seen
+
+
 def test_lenovo_vtd_entry_is_proven_by_the_attribute_registry():
     registry = load("lenovo-xcc-registry-vtd.json")
     assert registry["OwningEntity"] == "Lenovo"
@@ -77,16 +98,55 @@ def test_vendor_key(text, key):
 
 # -- map_bios ---------------------------------------------------------------------------------------------------
 
-def test_dell_r750_maps_sriov_and_profile_and_leaves_acs_iommu_unknown():
+def test_dell_r750_maps_iommu_sriov_and_profile_and_leaves_acs_unknown():
     out = ba.map_bios("Dell Inc.", attrs("dell-r750-bios.json"), attrs("dell-r750-bios-settings.json"))
     assert out["sriov"]["state"] == "disabled" and out["sriov"]["attribute"] == "SriovGlobalEnable"
     assert out["sriov"]["source"] == ba.SOURCES["dell_r750"]
     assert out["power_profile"]["state"] == "enabled" and out["power_profile"]["value"] == "PerfOptimized"
-    for setting in ("acs", "iommu"):
-        assert out[setting]["state"] == "unknown" and out[setting]["attribute"] is None
-        assert "no %s attribute for dell" % setting in out[setting]["reason"]
+    assert out["iommu"] == dict(out["iommu"], state="enabled", attribute="ProcVirtualization", value="Enabled",
+                                source=ba.SOURCES["dell_r750_registry"])
+    assert out["acs"]["state"] == "unknown" and out["acs"]["attribute"] is None
+    assert "no acs attribute for dell" in out["acs"]["reason"]
     # The two pending Dell changes touch none of the four settings.
     assert all(out[s]["pending_value"] is None for s in ba.SETTINGS)
+
+
+def test_dell_entries_are_proven_by_the_r750_attribute_registry():
+    registry = load("dell-r750-registry.json")
+    assert registry["OwningEntity"] == "Dell"
+    assert registry["Id"] == load("dell-r750-bios.json")["AttributeRegistry"]
+    entries = {a["AttributeName"]: a for a in ba.registry_attributes(registry)}
+    vt = entries["ProcVirtualization"]
+    assert vt["DisplayName"] == "Virtualization Technology" and "through the DMAR table" in vt["HelpText"]
+    (iommu,) = ba.VENDOR_TABLE["dell"]["iommu"]
+    assert sorted(iommu["values"]) == sorted(v["ValueName"] for v in vt["Value"])
+    profile = {v["ValueName"]: v["ValueDisplayName"] for v in entries["SysProfile"]["Value"]}
+    (table,) = ba.VENDOR_TABLE["dell"]["power_profile"]
+    assert set(table["values"]) <= set(profile)
+    assert profile["PerfOptimized"] == "Performance"
+    assert {profile[v] for v, state in table["values"].items() if state == "disabled"} == {
+        "Performance Per Watt (DAPC)", "Performance Per Watt (OS)"}
+    # Custom is in the registry and deliberately not in the table.
+    assert "Custom" in profile and "Custom" not in table["values"]
+
+
+def test_dell_iommu_is_read_only_on_an_intel_bios():
+    current = dict(attrs("dell-r750-bios.json"))
+    del current["IntelTxt"]  # as a BIOS without Intel TXT (an AMD PowerEdge) would be
+    out = ba.map_bios("dell", current)
+    assert out["iommu"]["state"] == "unknown"
+    assert out["iommu"]["reason"] == "ProcVirtualization is read only on a BIOS that also has IntelTxt"
+    plan = ba.compute_patch("dell", current, {}, {"iommu": "disabled"})
+    assert plan["patch"] == {} and plan["unsupported"] == ["iommu"]
+
+
+def test_dell_performance_per_watt_profiles_read_disabled_and_performance_can_be_staged():
+    current = dict(attrs("dell-r750-bios.json"), SysProfile="PerfPerWattOptimizedDapc")
+    assert ba.map_bios("dell", current)["power_profile"]["state"] == "disabled"
+    current["SysProfile"] = "PerfPerWattOptimizedOs"
+    assert ba.map_bios("dell", current)["power_profile"]["state"] == "disabled"
+    plan = ba.compute_patch("dell", current, {}, {"power_profile": "enabled", "iommu": "disabled"})
+    assert plan["patch"] == {"SysProfile": "PerfOptimized", "ProcVirtualization": "Disabled"}
 
 
 def test_hpe_amd_maps_all_four():
@@ -96,6 +156,32 @@ def test_hpe_amd_maps_all_four():
     assert out["iommu"]["attribute"] == "ProcAmdIoVt"
     # A full copy of the attributes as the settings object is not a pending change.
     assert ba.pending_changes(attrs("hpe-a42-bios.json"), attrs("hpe-a42-bios-settings.json")) == {}
+
+
+def test_hpe_gen10_intel_maps_vtd_sriov_and_power_regulator_and_leaves_acs_unknown():
+    out = ba.map_bios("HPE", attrs("hpe-u31-bios.json"), attrs("hpe-u31-bios-settings.json"))
+    assert out["iommu"] == dict(out["iommu"], state="enabled", attribute="IntelProcVtd", source=ba.SOURCES["hpe_u31"])
+    assert out["sriov"]["state"] == "enabled"
+    assert out["power_profile"]["state"] == "disabled" and out["power_profile"]["value"] == "DynamicPowerSavings"
+    # This sample has no AccessControlService attribute: unknown, not guessed from anything else.
+    assert out["acs"]["state"] == "unknown" and out["acs"]["reason"] == "no attribute AccessControlService"
+    # ProcAmdIoVt is tried first and is absent here: the Intel entry is used, no AMD value is read.
+    assert "ProcAmdIoVt" not in attrs("hpe-u31-bios.json")
+
+
+def test_hpe_static_high_performance_is_the_maximum_performance_mode():
+    current = attrs("hpe-u31-bios.json")
+    plan = ba.compute_patch("hpe", current, attrs("hpe-u31-bios-settings.json"),
+                            {"power_profile": "enabled", "iommu": "enabled"})
+    assert plan["patch"] == {"PowerRegulator": "StaticHighPerf"}
+    assert plan["settings"]["iommu"]["action"] == "none"
+    out = ba.map_bios("hpe", dict(current, PowerRegulator="StaticHighPerf"))
+    assert out["power_profile"]["state"] == "enabled"
+    for mode in ("DynamicPowerSavings", "StaticLowPower", "OsControl"):
+        assert ba.map_bios("hpe", dict(current, PowerRegulator=mode))["power_profile"]["state"] == "disabled"
+    # WorkloadProfile is not mapped: a value no source ranks stays out of the verdict.
+    assert ba.map_bios("hpe", dict(current, WorkloadProfile="HighPerformanceCompute"))["power_profile"]["value"] == \
+        "DynamicPowerSavings"
 
 
 def test_lenovo_maps_vtd_and_operating_mode_and_ignores_nic_sriov_and_acs_bits():
@@ -124,6 +210,11 @@ def test_supermicro_hash_suffix_names_and_inverted_acs_control():
     assert out["power_profile"]["state"] == "unknown"
 
 
+def test_a_known_vendor_missing_from_a_given_table_is_unknown():
+    out = ba.map_bios("Dell Inc.", attrs("dell-r750-bios.json"), table={})
+    assert out["iommu"]["state"] == "unknown" and out["iommu"]["reason"] == "the table has no iommu attribute for dell"
+
+
 def test_unknown_vendor_is_unknown_everywhere_with_the_reason():
     out = ba.map_bios("Contoso Servers", {"SriovGlobalEnable": "Enabled", "Sriov": "Enabled"})
     for setting in ba.SETTINGS:
@@ -132,9 +223,10 @@ def test_unknown_vendor_is_unknown_everywhere_with_the_reason():
 
 
 def test_unknown_value_is_unknown_not_guessed():
-    current = dict(attrs("dell-r750-bios.json"), SysProfile="PerfPerWattOptimizedDapc", SriovGlobalEnable="Auto")
+    # Custom is a value the R750 registry lists; what it means depends on every other option: not mapped.
+    current = dict(attrs("dell-r750-bios.json"), SysProfile="Custom", SriovGlobalEnable="Auto")
     out = ba.map_bios("dell", current)
-    assert out["power_profile"]["state"] == "unknown" and out["power_profile"]["value"] == "PerfPerWattOptimizedDapc"
+    assert out["power_profile"]["state"] == "unknown" and out["power_profile"]["value"] == "Custom"
     assert "not in the table" in out["power_profile"]["reason"]
     assert out["sriov"]["state"] == "unknown"
 
@@ -219,10 +311,10 @@ def test_patch_cannot_set_what_the_table_does_not_know():
 
 
 def test_patch_without_a_value_for_the_wanted_state_is_unsupported():
-    current = dict(attrs("hpe-a42-bios.json"))
-    plan = ba.compute_patch("hpe", current, {}, {"power_profile": "enabled"})
+    current = dict(attrs("hpe-a42-bios.json"), PowerRegulator="StaticHighPerf")
+    plan = ba.compute_patch("hpe", current, {}, {"power_profile": "disabled"})
     assert plan["unsupported"] == ["power_profile"]
-    assert "no value of PowerRegulator that sets power_profile enabled" in plan["settings"]["power_profile"]["reason"]
+    assert "no value of PowerRegulator that sets power_profile disabled" in plan["settings"]["power_profile"]["reason"]
     plan = ba.compute_patch("Contoso", current, {}, {"sriov": "enabled"})
     assert plan["unsupported"] == ["sriov"] and "not in the table" in plan["settings"]["sriov"]["reason"]
 
@@ -251,17 +343,107 @@ def test_operator_entries_come_first_and_need_a_source():
     assert table["dell"]["iommu"][0]["set"] == {"enabled": "Enabled", "disabled": "Disabled"}
     out = ba.map_bios("dell", attrs("dell-r750-bios.json"), table=table)
     assert out["iommu"]["state"] == "enabled" and out["iommu"]["source"] == "our R750 registry export, 2024-05"
-    assert ba.VENDOR_TABLE["dell"].get("iommu") is None  # the shipped table is untouched
+    assert len(table["dell"]["iommu"]) == 2 and len(ba.VENDOR_TABLE["dell"]["iommu"]) == 1  # shipped table untouched
     with pytest.raises(ValueError, match="names its source"):
         ba.merge_table({"dell": {"iommu": {"attribute": "X", "values": {"On": "enabled"}}}})
     with pytest.raises(ValueError, match="enabled or disabled only"):
         ba.merge_table({"dell": {"iommu": {"attribute": "X", "values": {"On": "yes"}, "source": "s"}}})
     with pytest.raises(ValueError, match="unknown setting"):
         ba.merge_table({"dell": {"vtd": {"attribute": "X", "values": {"On": "enabled"}, "source": "s"}}})
-    # A new vendor can be added the same way.
-    table = ba.merge_table({"gigabyte": {"sriov": [{"attribute": "SRIOV", "values": {"Enabled": "enabled"},
+    with pytest.raises(ValueError, match="match must be one of exact, hash_suffix, display_name"):
+        ba.merge_table({"dell": {"iommu": {"attribute": "X", "values": {"On": "enabled"}, "source": "s",
+                                           "match": "prefix"}}})
+    with pytest.raises(ValueError, match="requires must be a list of attribute names"):
+        ba.merge_table({"dell": {"iommu": {"attribute": "X", "values": {"On": "enabled"}, "source": "s",
+                                           "requires": "IntelTxt"}}})
+    # A new vendor can be added the same way, and is found under its manufacturer string however it is written.
+    table = ba.merge_table({"GIGABYTE": {"sriov": [{"attribute": "SRIOV", "values": {"Enabled": "enabled"},
                                                     "source": "s"}]}})
-    assert ba.map_bios("gigabyte", {"SRIOV": "Enabled"}, table=table)["sriov"]["state"] == "enabled"
+    assert "gigabyte" in table
+    for manufacturer in ("gigabyte", "GIGABYTE", "Gigabyte"):
+        assert ba.map_bios(manufacturer, {"SRIOV": "Enabled"}, table=table)["sriov"]["state"] == "enabled"
+    assert ba.map_bios("Giga Computing", {"SRIOV": "Enabled"}, table=table)["sriov"]["state"] == "unknown"
+
+
+# -- attribute registries: display names for opaque attribute names ------------------------------------------
+
+def test_registry_lookup_resolves_opaque_ami_names():
+    registry, bios = load("ami-zt-registry.json"), load("ami-zt-bios.json")
+    assert registry["OwningEntity"] == "AMI" and bios["AttributeRegistry"] == registry["Id"]
+    assert ba.registry_lookup(registry, "TPM SUPPORT") == ("TCG003", {"Disable": "Disable", "Enable": "Enable"}, None)
+    # AMI pads display names with spaces: compared with white space collapsed.
+    assert ba.registry_lookup(registry, "Disable Block Sid")[0] == "TCG023"
+    name, values, reason = ba.registry_lookup(registry, "IOMMU")
+    assert name is None and values is None
+    assert reason == "the attribute registry BiosAttributeRegistryProt0.208.208.0 has no attribute named 'IOMMU'"
+    assert bios["Attributes"]["TCG003"] == "Enable"
+
+
+def test_registry_uri_follows_the_registry_file():
+    registry_file = load("ami-zt-registry-file.json")
+    uri = "/redfish/v1/Registries/BiosAttributeRegistryProt0.208.208.0.json"
+    assert ba.registry_uri(registry_file) == uri  # 'en' finds 'en-US'
+    assert ba.registry_uri(registry_file, "de") == uri  # no German copy: the first location
+    assert registry_file["Registry"] == load("ami-zt-bios.json")["AttributeRegistry"]
+    assert ba.registry_uri({}) is None and ba.registry_uri(None) is None
+
+
+DISPLAY = {"Dell Inc.": {
+    "iommu": {"attribute": "Virtualization Technology", "match": "display_name",
+              "values": {"Enabled": "enabled", "Disabled": "disabled"}, "source": "R750 registry, display name"},
+    "power_profile": {"attribute": "System Profile", "match": "display_name",
+                      "values": {"Performance": "enabled", "Performance Per Watt (OS)": "disabled",
+                                 "Turbo Everything": "enabled"},
+                      "set": {"enabled": "Performance", "disabled": "Performance Per Watt (OS)"},
+                      "source": "R750 registry, display names"}}}
+
+
+def test_display_name_entries_resolve_through_the_registry_the_bios_names():
+    table = ba.merge_table(DISPLAY)
+    bios, registry = load("dell-r750-bios.json"), load("dell-r750-registry.json")
+    out = ba.map_bios_resource("Dell Inc.", bios, registry, load("dell-r750-bios-settings.json"), table=table)
+    assert out["iommu"] == dict(out["iommu"], state="enabled", attribute="ProcVirtualization",
+                                source="R750 registry, display name")
+    assert out["power_profile"] == dict(out["power_profile"], state="enabled", attribute="SysProfile",
+                                        value="PerfOptimized")
+    resolved = ba.resolve_table(table, registry, bios["AttributeRegistry"])["dell"]["power_profile"][0]
+    # Values and the value to write are the registry's ValueNames; a display value it does not list is left out.
+    assert resolved["values"] == {"PerfOptimized": "enabled", "PerfPerWattOptimizedOs": "disabled"}
+    assert resolved["set"] == {"enabled": "PerfOptimized", "disabled": "PerfPerWattOptimizedOs"}
+    assert resolved["display_name"] == "System Profile" and resolved["registry"] == "BiosAttributeRegistry.v1_0_3"
+    plan = ba.compute_patch("Dell Inc.", bios["Attributes"], {}, {"power_profile": "disabled"}, table=table,
+                            registry=registry, attribute_registry=bios["AttributeRegistry"])
+    assert plan["patch"] == {"SysProfile": "PerfPerWattOptimizedOs"}
+
+
+def test_display_name_entries_without_the_right_registry_stay_unknown():
+    only = ba.merge_table(DISPLAY, table={})  # the display-name entries alone, no shipped ones behind them
+    bios = load("dell-r750-bios.json")
+    out = ba.map_bios_resource("Dell Inc.", bios, None, table=only)
+    assert out["power_profile"]["state"] == "unknown" and out["power_profile"]["attribute"] is None
+    assert out["power_profile"]["reason"] == "no BIOS attribute registry was given to resolve display names"
+    out = ba.map_bios_resource("Dell Inc.", bios, load("ami-zt-registry.json"), table=only)
+    assert out["iommu"]["state"] == "unknown"
+    assert out["iommu"]["reason"] == ("the attribute registry BiosAttributeRegistryProt0.208.208.0 is not the one "
+                                      "this BIOS names (BiosAttributeRegistry.v1_0_3)")
+    ambiguous = ba.merge_table({"dell": {"iommu": {"attribute": "Brand", "match": "display_name",
+                                                   "values": {"x": "enabled"}, "source": "s"}}}, table={})
+    out = ba.map_bios_resource("dell", bios, load("dell-r750-registry.json"), table=ambiguous)
+    assert out["iommu"]["reason"] == ("2 attributes of the registry BiosAttributeRegistry.v1_0_3 are named 'Brand' "
+                                      "(Proc1Brand, Proc2Brand): ambiguous")
+    # Behind the shipped table, an unresolved display-name entry falls through to the next entry, like an entry
+    # whose attribute the BIOS does not have.
+    out = ba.map_bios_resource("Dell Inc.", bios, None, table=ba.merge_table(DISPLAY))
+    assert out["iommu"]["attribute"] == "ProcVirtualization" and out["iommu"]["source"] == ba.SOURCES[
+        "dell_r750_registry"]
+
+
+def test_registry_names_compare_across_spellings():
+    table = ba.merge_table(DISPLAY)
+    registry = dict(load("dell-r750-registry.json"), Id="BiosAttributeRegistry.1.0.3")
+    out = ba.map_bios("Dell Inc.", attrs("dell-r750-bios.json"), table=table, registry=registry,
+                      attribute_registry="BiosAttributeRegistry.v1_0_3")
+    assert out["iommu"]["attribute"] == "ProcVirtualization"
 
 
 # -- judge ------------------------------------------------------------------------------------------------------
