@@ -100,7 +100,14 @@ def bios_bmc_tls_problem(validate_certs, insecure_skip_tls_verify=False):
     return bmc_tls_problem(validate_certs, insecure_skip_tls_verify) or ""
 
 
+def bios_report_lines(state, host, reboot_required=False):
+    """What the bios role reports of one node's bios_state, as a list of sentences."""
+    return ba.report_lines(_text(host), _mapping(state, "bios_report_lines input", allow_none=False),
+                           bool(reboot_required))
+
+
 class FilterModule(object):
     def filters(self):
         return {"bios_vendor": bios_vendor, "bios_map": bios_map, "bios_plan": bios_plan, "bios_judge": bios_judge,
-                "bios_registry_uri": bios_registry_uri, "bios_bmc_tls_problem": bios_bmc_tls_problem}
+                "bios_registry_uri": bios_registry_uri, "bios_bmc_tls_problem": bios_bmc_tls_problem,
+                "bios_report_lines": bios_report_lines}

@@ -680,3 +680,27 @@ def judge(mapped, expected, runtime_acs_enabled=None):
         if runtime != want_acs:
             out["problems"].append("acs: runtime ACS on the GPU/NIC paths is %s, the profile wants %s" % (runtime, want_acs))
     return out
+
+
+def report_lines(host, state, reboot_required):
+    """What the bios role tells the operator about one node (``state``: its bios_state fact): the node, its maker,
+    model and BMC, then each setting's state with the attribute and value it was read from (or why it is unknown) and
+    the state after the next reboot where a change is pending, the pending attributes, what this run staged or would
+    stage, and whether a reboot is needed. One list of sentences, joined by the caller."""
+    import json  # pylint: disable=import-outside-toplevel
+    lines = ["%s (%s %s, BMC %s):" % (host, state.get("manufacturer") or "unknown manufacturer", state.get("model") or "",
+                                      state.get("bmc"))]
+    settings = list((state.get("settings") or {}).items())
+    for index, (name, item) in enumerate(settings):
+        source = "%s=%s" % (item.get("attribute"), item.get("value")) if item.get("attribute") else item.get("reason")
+        what = "%s %s (%s)" % (name, item.get("state"), source)
+        if item.get("pending_value") is not None:
+            what += ", %s after the next reboot" % item.get("next_state")
+        lines.append(what + (";" if index < len(settings) - 1 else "."))
+    if state.get("pending"):
+        lines.append("Pending on the BMC: %s." % ", ".join(str(k) for k in state["pending"]))
+    for key, label in (("staged", "Staged now"), ("would_stage", "Would stage")):
+        if state.get(key):
+            lines.append("%s: %s." % (label, json.dumps(state[key])))
+    lines.append("Reboot needed: %s" % ("yes." if reboot_required else "no."))
+    return lines

@@ -31,7 +31,7 @@ class Tagged(str):
 
 def test_filters_registered():
     assert sorted(FilterModule().filters()) == ["bios_bmc_tls_problem", "bios_judge", "bios_map", "bios_plan",
-                                                "bios_registry_uri", "bios_vendor"]
+                                                "bios_registry_uri", "bios_report_lines", "bios_vendor"]
 
 
 def test_vendor():
@@ -94,3 +94,21 @@ def test_registry_uri():
     assert bios.bios_registry_uri({"Location": []}) == ""
     with pytest.raises(AnsibleFilterError, match="expected a dict"):
         bios.bios_registry_uri("BiosAttributeRegistry.v1_0_0")
+
+
+def test_report_lines_say_each_setting_what_is_pending_and_whether_to_reboot():
+    """The bios role's report of a node (filter bios_report_lines, in place of a Jinja loop in tasks/report.yml)."""
+    state = {"bmc": "10.0.1.11", "manufacturer": "HPE", "model": "ProLiant XL675d Gen10 Plus",
+             "settings": {"acs": {"state": "enabled", "attribute": "AccessControlService", "value": "Enabled",
+                                  "pending_value": "Disabled", "next_state": "disabled"},
+                          "sriov": {"state": "unknown", "attribute": None, "value": None, "pending_value": None,
+                                    "reason": "no attribute of the table in this BIOS"}},
+             "pending": {"AccessControlService": "Disabled"}, "staged": {"AccessControlService": "Disabled"},
+             "would_stage": {}}
+    lines = FilterModule().filters()["bios_report_lines"](state, "gpu01", True)
+    assert " ".join(lines) == (
+        "gpu01 (HPE ProLiant XL675d Gen10 Plus, BMC 10.0.1.11): acs enabled (AccessControlService=Enabled), disabled "
+        "after the next reboot; sriov unknown (no attribute of the table in this BIOS). Pending on the BMC: "
+        "AccessControlService. Staged now: {\"AccessControlService\": \"Disabled\"}. Reboot needed: yes.")
+    assert FilterModule().filters()["bios_report_lines"](
+        {"bmc": "b", "settings": {}, "pending": {}}, "gpu02")[-1] == "Reboot needed: no."
