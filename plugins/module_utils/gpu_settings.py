@@ -280,15 +280,23 @@ def _range(low, high):
 
 
 def _shown(option, value):
+    """A recorded or requested value in words; a record of a shape the module never writes is shown as it is."""
     if value is None:
         return "the driver's default (reset)"
-    if option == "persistence_mode":
+    if option == "persistence_mode" and isinstance(value, bool):
         return "enabled" if value else "disabled"
-    if option == "power_limit_watts":
-        return "%s W" % _w(value)
-    if option == "application_clocks":
-        return "memory %s MHz, graphics %s MHz" % (_w(value["memory"]), _w(value["graphics"]))
-    return _range(value.get("requested_min", value["min"]), value.get("requested_max", value["max"]))
+    if option == "power_limit_watts" and _num(value) is not None:
+        return "%s W" % _w(_num(value))
+    if option == "application_clocks" and isinstance(value, dict):
+        memory, graphics = _num(value.get("memory")), _num(value.get("graphics"))
+        if memory is not None and graphics is not None:
+            return "memory %s MHz, graphics %s MHz" % (_w(memory), _w(graphics))
+    if option in LOCKS and isinstance(value, dict):
+        low = _num(value.get("requested_min", value.get("min")))
+        high = _num(value.get("requested_max", value.get("max")))
+        if low is not None and high is not None:
+            return _range(low, high)
+    return repr(value)
 
 
 def _record_problem(option, want, record, missing):

@@ -264,3 +264,12 @@ def test_module_boot_program_gate_and_judge_agree_on_a_partial_selection(tmp_pat
     failures, judged, report = gate_and_judge(node, settings)
     assert failures == [] and report["ok"] is True, (failures, report["failures"])
     assert [j for j in judged if j[2] == "fail"] == []
+
+
+def test_a_record_of_a_shape_the_module_never_writes_fails_as_it_is():
+    """The state file is read on the node and judged on the controller: a damaged record is named, never a crash."""
+    findings = gs.judge_gpu({"locked_gpu_clocks": {"min": 1980, "max": 1980}, "power_limit_watts": 700},
+                            {"locked_gpu_clocks": "reset", "power_limit_watts": "abc"}, live())
+    assert [f["status"] for f in findings] == ["fail", "fail"]
+    assert findings[0]["message"].startswith("power limit recorded as applied is 'abc', the inventory asks 700 W")
+    assert findings[1]["message"].startswith("SM clock lock recorded as applied is 'reset', the inventory asks 1980 MHz")
