@@ -4,7 +4,7 @@
 """Filters of clusterforge.gpu.slurm_controller's adoption of a running controller.
 
 The decisions are plugins/plugin_utils/slurm_adoption.py; documentation lives beside this file in
-slurm_munge_key_plan.yml, slurm_state_problems.yml, slurm_state_dirs.yml,
+slurm_munge_key_plan.yml, slurm_state_problems.yml, slurm_state_dirs.yml, slurm_state_dirs_found.yml,
 slurm_dbd_conf_problems.yml and slurm_db_user_plan.yml.
 """
 
@@ -31,6 +31,11 @@ def slurm_state_problems(cluster_name, state_save_location, live_conf=None, stat
 def slurm_state_dirs(state_save_location, live_conf=None):
     """The StateSaveLocations to read: the live slurm.conf's and the role's."""
     return slurm_adoption.state_dirs_to_read(state_save_location, live_conf=live_conf)
+
+
+def slurm_state_dirs_found(entries, names=None):
+    """The looped find and slurp results of the StateSaveLocations -> {path: {entries, clustername}}."""
+    return slurm_adoption.state_dirs_found(entries, names)
 
 
 def slurm_dbd_conf_problems(db_name, db_user, live_dbd_conf=None):
@@ -63,6 +68,7 @@ class FilterModule(object):
             "slurm_state_problems": slurm_state_problems,
             "slurm_db_user_plan": slurm_db_user_plan,
             "slurm_state_dirs": slurm_state_dirs,
+            "slurm_state_dirs_found": slurm_state_dirs_found,
             "slurm_dbd_conf_problems": slurm_dbd_conf_problems,
             "slurm_node_description_problems": slurm_node_description_problems,
             "slurm_reconfigure_refusal": slurm_reconfigure_refusal,

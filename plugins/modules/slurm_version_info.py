@@ -238,10 +238,14 @@ plan:
       slurmd_at_target: null
       up_to_date: false
 summary:
-  description: The judged hosts that change and those already at the target (with O(target_version)).
+  description:
+    - "The judged hosts that change and those already at the target (with O(target_version)), and what changes on
+      each host that changes - C(<host>: <package=version>, ...), or C(<host>: restart only) for a host whose
+      packages are at the target but whose daemon is not."
   returned: when O(target_version) is given
   type: dict
-  sample: {"hosts_to_change": ["head01", "gpu01"], "hosts_up_to_date": ["gpu02"]}
+  sample: {"hosts_to_change": ["head01", "gpu01"], "hosts_up_to_date": ["gpu02"],
+           "changes": ["head01: slurmctld=24.11.1-1, slurm-client=24.11.1-1", "gpu01: restart only"]}
 cmd:
   description: The commands that were run, in order.
   returned: always
@@ -509,7 +513,9 @@ def judge(reads, target):
                                and entry["slurmd_at_target"] is not False)
         plan[host] = entry
     summary = {"hosts_to_change": [h for h in plan if not plan[h]["up_to_date"]],
-               "hosts_up_to_date": [h for h in plan if plan[h]["up_to_date"]]}
+               "hosts_up_to_date": [h for h in plan if plan[h]["up_to_date"]],
+               "changes": ["%s: %s" % (h, ", ".join(plan[h]["changes"].values()) or "restart only")
+                           for h in plan if not plan[h]["up_to_date"]]}
     return refusals, plan, summary
 
 

@@ -101,6 +101,23 @@ def state_dirs_to_read(state_save_location, live_conf=None):
     return sorted(paths)
 
 
+def state_dirs_found(entries, names):
+    """What the reads of the StateSaveLocations found, as state_problems takes it: ``{path: {"entries": n,
+    "clustername": text}}``. ``entries``: the looped ``find`` results (``item``: the path, ``matched``: its entries);
+    ``names``: the looped ``slurp`` results of ``<path>/clustername`` (``content`` in base64; none for a missing
+    file)."""
+    import base64  # pylint: disable=import-outside-toplevel
+    found = {}
+    for result in entries or []:
+        if isinstance(result, dict) and result.get("item") is not None:
+            found.setdefault(result["item"], {})["entries"] = int(result.get("matched") or 0)
+    for result in names or []:
+        if isinstance(result, dict) and result.get("item") is not None and result.get("content") is not None:
+            text = base64.b64decode(result["content"]).decode("utf-8", "replace")
+            found.setdefault(result["item"], {})["clustername"] = text
+    return found
+
+
 def saved_cluster_name(text):
     """The ClusterName in <StateSaveLocation>/clustername: the whole first line on older Slurm, the part before
     "|" where Slurm also saves the cluster's ID ("molecule|1563", written by slurmctld 24.11); None when empty."""

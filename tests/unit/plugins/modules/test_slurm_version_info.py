@@ -318,7 +318,8 @@ def test_same_major_upgrade_plan_with_exact_specs():
     assert gpu["up_to_date"] is False
     head = r["plan"]["head01"]
     assert head["changes"] == {} and head["slurmctld_at_target"] is True and head["up_to_date"] is True
-    assert r["summary"] == {"hosts_to_change": ["gpu01"], "hosts_up_to_date": ["head01"]}
+    assert r["summary"] == {"hosts_to_change": ["gpu01"], "hosts_up_to_date": ["head01"],
+                            "changes": ["gpu01: slurmd=22.05.8-4+deb12u3, slurm-client=22.05.8-4+deb12u3"]}
 
 
 def test_allowed_jump_plans_every_package_and_the_daemons():
@@ -409,3 +410,10 @@ def test_redhat_specs(target, revision):
     r = judge(reads, target)
     assert r["refusals"] == [] and r["target"]["revision"] == revision
     assert r["plan"]["gpu01"]["changes"] == {"slurm-slurmd": "slurm-slurmd-24.11.5-1.el9"}
+
+
+def test_a_host_whose_packages_are_at_the_target_but_whose_daemon_is_not_is_a_restart_only():
+    reads = cluster_reads(cluster={"gpu01": ("22.05.7", "IDLE")})
+    r = judge(reads, "22.05.8-4+deb12u3")
+    assert r["plan"]["gpu01"]["changes"] == {} and r["plan"]["gpu01"]["up_to_date"] is False
+    assert "gpu01: restart only" in r["summary"]["changes"]

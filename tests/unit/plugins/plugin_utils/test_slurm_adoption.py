@@ -271,3 +271,13 @@ def test_a_refused_reconfigure_is_explained_by_the_lines_after_the_last_request_
     assert F["slurm_reconfigure_refusal"]("[2026-11-30T02:44:40.100] error: Configured MailProg is invalid\n") == []
     assert F["slurm_reconfigure_refusal"]("[t] Processing Reconfiguration Request\n[t] Running as primary controller\n") == []
     assert F["slurm_reconfigure_refusal"](None) == []
+
+
+def test_state_dirs_found_reads_the_looped_find_and_slurp_results():
+    """In place of a Jinja loop in tasks/adopt.yml: entries from find, the saved ClusterName from slurp (base64)."""
+    entries = [{"item": "/var/spool/slurmctld", "matched": 14}, {"item": "/var/lib/slurm/slurmctld", "matched": 0}]
+    names = [{"item": "/var/spool/slurmctld", "content": "bW9sZWN1bGV8MTU2Mwo="},  # "molecule|1563\n"
+             {"item": "/var/lib/slurm/slurmctld", "failed": True, "msg": "file not found"}]
+    found = FilterModule().filters()["slurm_state_dirs_found"](entries, names)
+    assert found == {"/var/spool/slurmctld": {"entries": 14, "clustername": "molecule|1563\n"},
+                     "/var/lib/slurm/slurmctld": {"entries": 0}}
