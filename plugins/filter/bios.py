@@ -95,6 +95,11 @@ def bios_registry_uri(registry_file, language="en"):
     return ba.registry_uri(_mapping(registry_file, "bios_registry_uri input"), _text(language) or "en") or ""
 
 
+def bios_needs_registry(manufacturer, table_extra=None):
+    """Whether the (merged) table names attributes of this manufacturer by display name, resolved through the registry."""
+    return ba.needs_registry(_text(manufacturer), table=_table(table_extra))
+
+
 def bios_bmc_tls_problem(validate_certs, insecure_skip_tls_verify=False):
     """Why the BMC TLS settings are refused ('' when they are not): preflight's own rule."""
     return bmc_tls_problem(validate_certs, insecure_skip_tls_verify) or ""
@@ -110,4 +115,4 @@ class FilterModule(object):
     def filters(self):
         return {"bios_vendor": bios_vendor, "bios_map": bios_map, "bios_plan": bios_plan, "bios_judge": bios_judge,
                 "bios_registry_uri": bios_registry_uri, "bios_bmc_tls_problem": bios_bmc_tls_problem,
-                "bios_report_lines": bios_report_lines}
+                "bios_report_lines": bios_report_lines, "bios_needs_registry": bios_needs_registry}

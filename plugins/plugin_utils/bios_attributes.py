@@ -488,6 +488,14 @@ def registry_uri(registry_file, language="en"):
     return None
 
 
+def needs_registry(vendor, table=None):
+    """Whether the table's entries for ``vendor`` (a manufacturer text) name an attribute by its display name: only
+    then is the BMC's attribute registry worth reading (registries are large: Dell's is over 1 MB)."""
+    table = VENDOR_TABLE if table is None else table
+    settings = table.get(_table_key(table, vendor)) or {}
+    return any(e.get("match") == "display_name" for entries in settings.values() for e in entries)
+
+
 def _prepare(table, vendor, registry, attribute_registry):
     table = VENDOR_TABLE if table is None else table
     key = _table_key(table, vendor)

@@ -456,3 +456,37 @@ def test_bios_role_reports_an_unknown_vendor_as_unknown_and_is_off_by_default(bm
     assert rc == 0, out
     assert all(s["state"] == "unknown" for s in facts["bios_state"]["settings"].values())
     assert facts["bios_state"]["vendor"] is None
+
+
+@pytest.mark.skipif(not shutil.which("ansible-playbook", path=BIN), reason="ansible-playbook not in the venv")
+def test_bios_role_resolves_display_name_entries_through_the_bmcs_attribute_registry(bmcs, role):
+    """An operator's entries that name attributes by display name (BMCs whose names are opaque codes) are resolved
+    through the registry the Bios resource names: read, staged under the attribute's real name, read back."""
+    bmc = bmcs("generic")
+    extra = {"ClusterForge Lab": {
+        "acs": {"attribute": "PCIe Access Control Services", "match": "display_name",
+                "values": {"Enable": "enabled", "Disable": "disabled"}, "set": {"disabled": "Disable"},
+                "source": "the emulator's registry (tests/lab/emulators/redfish-bmc, profile generic)"},
+        "iommu": {"attribute": "Input-Output MMU", "match": "display_name", "values": {"Enable": "enabled"},
+                  "source": "a display name the registry does not have"}}}
+    rc, facts, out, _recap = role(bmc, bios_vendor_table_extra=extra, bios_apply=True,
+                                  bios_settings={"acs": "disabled"})
+    assert rc == 0, out
+    acs = facts["bios_state"]["settings"]["acs"]
+    assert (acs["state"], acs["attribute"], acs["value"]) == ("enabled", "AcsControl", "Enabled"), acs
+    assert acs["next_state"] == "disabled" and acs["pending_value"] == "Disabled", acs
+    assert facts["bios_state"]["staged"] == {"AcsControl": "Disabled"}
+    iommu = facts["bios_state"]["settings"]["iommu"]
+    assert iommu["state"] == "unknown" and "has no attribute named 'Input-Output MMU'" in iommu["reason"], iommu
+    requests = os.path.join(bmc.tmp, "requests.log")
+
+    def registry_reads():
+        with open(requests) as handle:
+            return sum(1 for line in handle if "/redfish/v1/Registries/" in line)
+    assert registry_reads() >= 2  # the registry's file, then its document
+    # without display-name entries the registry is not read at all (registries are large)
+    before = registry_reads()
+    rc, facts, out, _recap = role(bmc, bios_settings={"acs": "disabled"})
+    assert rc == 0, out
+    assert registry_reads() == before
+    assert facts["bios_state"]["settings"]["acs"]["state"] == "unknown"

@@ -30,8 +30,9 @@ class Tagged(str):
 
 
 def test_filters_registered():
-    assert sorted(FilterModule().filters()) == ["bios_bmc_tls_problem", "bios_judge", "bios_map", "bios_plan",
-                                                "bios_registry_uri", "bios_report_lines", "bios_vendor"]
+    assert sorted(FilterModule().filters()) == ["bios_bmc_tls_problem", "bios_judge", "bios_map", "bios_needs_registry",
+                                                "bios_plan", "bios_registry_uri", "bios_report_lines",
+                                                "bios_vendor"]
 
 
 def test_vendor():
@@ -112,3 +113,12 @@ def test_report_lines_say_each_setting_what_is_pending_and_whether_to_reboot():
         "AccessControlService. Staged now: {\"AccessControlService\": \"Disabled\"}. Reboot needed: yes.")
     assert FilterModule().filters()["bios_report_lines"](
         {"bmc": "b", "settings": {}, "pending": {}}, "gpu02")[-1] == "Reboot needed: no."
+
+
+def test_the_registry_is_needed_only_for_display_name_entries():
+    needs = FilterModule().filters()["bios_needs_registry"]
+    assert needs("Dell Inc.") is False and needs("Giga Computing") is False
+    extra = {"Giga Computing": {"acs": {"attribute": "PCIe ACS Control", "match": "display_name",
+                                        "values": {"Enabled": "enabled"}, "source": "the site's registry"}}}
+    assert needs("Giga Computing", extra) is True and needs("GIGA COMPUTING", extra) is True
+    assert needs("Dell Inc.", extra) is False
