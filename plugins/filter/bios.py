@@ -78,6 +78,7 @@ def bios_plan(attributes, vendor, pending=None, wanted=None, table_extra=None, r
         raise AnsibleFilterError("bios_plan: %s" % e)
     plan["pending_changes"] = ba.pending_changes(_mapping(attributes, "bios_plan input", False),
                                                  _mapping(pending, "bios_plan pending"))
+    plan["problems"] = ba.plan_problems(plan, _mapping(wanted, "bios_plan wanted"))
     return plan
 
 
@@ -93,6 +94,16 @@ def bios_judge(settings, expected, runtime_acs_enabled=None):
 def bios_registry_uri(registry_file, language="en"):
     """The URI of the registry document a Redfish MessageRegistryFile points at ('' when it names none)."""
     return ba.registry_uri(_mapping(registry_file, "bios_registry_uri input"), _text(language) or "en") or ""
+
+
+def bios_system(redfish_facts, system_id=None):
+    """The system(s) of a redfish_info result that system_id names, with their BIOS attributes: {found, count, error}."""
+    return ba.choose_system(_mapping(redfish_facts, "bios_system input"), _text(system_id))
+
+
+def bios_not_pending(patch, pending=None):
+    """What was staged but is not pending when read back: ['<attribute>=<value>', ...]."""
+    return ba.not_pending(_mapping(patch, "bios_not_pending input"), _mapping(pending, "bios_not_pending pending"))
 
 
 def bios_needs_registry(manufacturer, table_extra=None):
@@ -115,4 +126,5 @@ class FilterModule(object):
     def filters(self):
         return {"bios_vendor": bios_vendor, "bios_map": bios_map, "bios_plan": bios_plan, "bios_judge": bios_judge,
                 "bios_registry_uri": bios_registry_uri, "bios_bmc_tls_problem": bios_bmc_tls_problem,
-                "bios_report_lines": bios_report_lines, "bios_needs_registry": bios_needs_registry}
+                "bios_report_lines": bios_report_lines, "bios_needs_registry": bios_needs_registry,
+                "bios_system": bios_system, "bios_not_pending": bios_not_pending}

@@ -712,3 +712,38 @@ def report_lines(host, state, reboot_required):
             lines.append("%s: %s." % (label, json.dumps(state[key])))
     lines.append("Reboot needed: %s" % ("yes." if reboot_required else "no."))
     return lines
+
+
+def choose_system(redfish_facts, system_id=None):
+    """The systems of a redfish_info result (GetSystemInventory with GetBiosAttributes) that ``system_id`` names (every
+    one when None), each ``{uri, inventory, attributes}`` (attributes None when the BMC gave none for it), with the
+    number of systems and the modules' error messages: ``{found, count, error}``."""
+    facts = redfish_facts if isinstance(redfish_facts, dict) else {}
+    systems = facts.get("system") if isinstance(facts.get("system"), dict) else {}
+    bios = facts.get("bios_attribute") if isinstance(facts.get("bios_attribute"), dict) else {}
+    entries = [e for e in systems.get("entries") or [] if isinstance(e, (list, tuple)) and len(e) == 2]
+    found = []
+    for where, inventory in entries:
+        if system_id is not None and (inventory or {}).get("Id", "") != system_id:
+            continue
+        uri = (where or {}).get("system_uri")
+        attributes = [e[1] for e in bios.get("entries") or []
+                      if isinstance(e, (list, tuple)) and len(e) == 2 and (e[0] or {}).get("system_uri") == uri]
+        found.append({"uri": uri, "inventory": inventory, "attributes": attributes[0] if attributes else None})
+    error = "; ".join(str(m) for m in (systems.get("msg"), bios.get("msg")) if m)
+    return {"found": found, "count": len(systems.get("entries") or []), "error": error}
+
+
+def plan_problems(plan, wanted):
+    """One line per wanted setting the plan cannot stage (unsupported) or that a pending value would undo (conflict):
+    ``<setting> <wanted state>: <why>``."""
+    settings = plan.get("settings") or {}
+    return ["%s %s: %s" % (name, wanted.get(name), (settings.get(name) or {}).get("reason"))
+            for name in list(plan.get("unsupported") or []) + list(plan.get("conflicts") or [])]
+
+
+def not_pending(patch, pending):
+    """What was staged but is not pending on the BMC when read back: ``<attribute>=<value>`` each."""
+    pending = pending or {}
+    return ["%s=%s" % (name, value) for name, value in (patch or {}).items()
+            if name not in pending or pending[name] != value]

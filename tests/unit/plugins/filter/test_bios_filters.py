@@ -31,8 +31,8 @@ class Tagged(str):
 
 def test_filters_registered():
     assert sorted(FilterModule().filters()) == ["bios_bmc_tls_problem", "bios_judge", "bios_map", "bios_needs_registry",
-                                                "bios_plan", "bios_registry_uri", "bios_report_lines",
-                                                "bios_vendor"]
+                                                "bios_not_pending", "bios_plan", "bios_registry_uri",
+                                                "bios_report_lines", "bios_system", "bios_vendor"]
 
 
 def test_vendor():
@@ -122,3 +122,22 @@ def test_the_registry_is_needed_only_for_display_name_entries():
                                         "values": {"Enabled": "enabled"}, "source": "the site's registry"}}}
     assert needs("Giga Computing", extra) is True and needs("GIGA COMPUTING", extra) is True
     assert needs("Dell Inc.", extra) is False
+
+
+def test_the_system_is_chosen_with_its_attributes_and_the_modules_errors():
+    """In place of Jinja loops in the bios role's read and apply tasks and its vars."""
+    facts = {"system": {"entries": [[{"system_uri": "/redfish/v1/Systems/1"}, {"Id": "1", "Manufacturer": "HPE"}],
+                                    [{"system_uri": "/redfish/v1/Systems/2"}, {"Id": "2"}]]},
+             "bios_attribute": {"entries": [[{"system_uri": "/redfish/v1/Systems/2"}, {"Sriov": "Enabled"}]],
+                                "msg": "partial"}}
+    choose = FilterModule().filters()["bios_system"]
+    both = choose(facts)
+    assert both["count"] == 2 and both["error"] == "partial"
+    assert [(f["uri"], f["attributes"]) for f in both["found"]] == [
+        ("/redfish/v1/Systems/1", None), ("/redfish/v1/Systems/2", {"Sriov": "Enabled"})]
+    assert [f["inventory"]["Id"] for f in choose(facts, "2")["found"]] == ["2"]
+    assert choose({}, None) == {"found": [], "count": 0, "error": ""}
+    not_pending = FilterModule().filters()["bios_not_pending"]
+    assert not_pending({"Sriov": "Disabled", "AccessControlService": "Disabled"},
+                       {"Sriov": "Disabled", "AccessControlService": "Enabled"}) == ["AccessControlService=Disabled"]
+    assert not_pending({"Sriov": "Disabled"}, None) == ["Sriov=Disabled"]
