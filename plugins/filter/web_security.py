@@ -4,7 +4,8 @@
 """Filters of the monitoring and dcgm roles' listening addresses and web authentication.
 
 The decisions are plugins/plugin_utils/web_security.py; documentation lives beside this file in
-web_listen_address.yml, web_host_port.yml, web_config.yml and web_features.yml.
+web_listen_address.yml, web_host_port.yml, web_config.yml, web_features.yml and
+monitoring_scrape_targets.yml.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -38,6 +39,14 @@ def web_config(password_hash, username, cert_file=None, key_file=None):
     return _wrap(web_security.web_config, username, password_hash, cert_file=cert_file, key_file=key_file)
 
 
+def monitoring_scrape_targets(hosts, host_vars, gpu_hosts, node_exporter_port, dcgm_exporter_port, enabled=True,
+                              node_exporter_enabled=True, dcgm_exporter=True):
+    """Prometheus's node-exporter and dcgm-exporter targets: which hosts, where each is reached, and its labels."""
+    return _wrap(web_security.scrape_targets, list(hosts or []), host_vars, gpu_hosts,
+                 {"node": node_exporter_port, "dcgm": dcgm_exporter_port}, enabled=enabled,
+                 node_exporter_enabled=node_exporter_enabled, dcgm_exporter=dcgm_exporter)
+
+
 def web_features(dpkg_stdout, packages):
     """What the installed daemons support (web config flag name, Alertmanager url_file) from dpkg-query's output."""
     return _wrap(web_security.web_features, web_security.parse_dpkg_versions(dpkg_stdout, list(packages or [])))
@@ -46,4 +55,5 @@ def web_features(dpkg_stdout, packages):
 class FilterModule(object):
     def filters(self):
         return {"web_listen_address": web_listen_address, "web_host_port": web_host_port,
-                "web_config": web_config, "web_features": web_features}
+                "web_config": web_config, "web_features": web_features,
+                "monitoring_scrape_targets": monitoring_scrape_targets}

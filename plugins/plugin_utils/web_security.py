@@ -11,6 +11,8 @@ __metaclass__ = type
 
 import re
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 # Addresses that mean "every interface": a daemon bound there is asked on the loopback address.
 _ANY = {"0.0.0.0": "127.0.0.1", "::": "::1", "[::]": "::1"}
 # exporter-toolkit (node-exporter 1.5.0): --web.config was renamed --web.config.file (node_exporter CHANGELOG 1.5.0).
@@ -42,6 +44,44 @@ def host_port(address, port, connect=False):
     if ":" in address and not address.startswith("["):
         address = "[%s]" % address
     return "%s:%d" % (address, int(port))
+
+
+def scrape_address(explicit=None, mgmt_ip=None, host=None):
+    """Where Prometheus reaches a daemon on `host`: the daemon's own listen setting unless that means every interface,
+    else the host's management address (cluster_mgmt_ip), else the host's name."""
+    own = "" if explicit is None else str(explicit).strip()
+    if own and own not in _ANY:
+        return own
+    mgmt = "" if mgmt_ip is None else str(mgmt_ip).strip()
+    return mgmt or host
+
+
+def _enabled(host_vars, name, default):
+    """A host's own boolean setting where its inventory has one, else the role's default."""
+    return boolean(host_vars.get(name, default), strict=False)
+
+
+def scrape_targets(hosts, host_vars, gpu_hosts, ports, enabled=True, node_exporter_enabled=True, dcgm_exporter=True):
+    """Prometheus's node-exporter and dcgm-exporter targets, in the order of `hosts` (every host of the inventory):
+    ``{"node": [{"target", "node", "gpu_node"}], "dcgm": [{"target", "node"}]}``. node-exporter is scraped on every host
+    whose own monitoring_enabled and monitoring_node_exporter_enabled (else `enabled`, `node_exporter_enabled`) are
+    true, gpu_node telling whether it is one of `gpu_hosts`; dcgm-exporter on every host of `gpu_hosts` where
+    `dcgm_exporter` is true. Each target is reached as scrape_address decides, on its port in `ports` ({"node",
+    "dcgm"})."""
+    gpu_hosts = list(gpu_hosts or [])
+    own = {host: (host_vars[host] if host in host_vars else {}) for host in set(hosts) | set(gpu_hosts)}
+
+    def target(host, setting, port):
+        return host_port(scrape_address(own[host].get(setting), own[host].get("cluster_mgmt_ip"), host), port)
+
+    node = [{"target": target(host, "monitoring_listen_address", ports["node"]), "node": host,
+             "gpu_node": host in gpu_hosts}
+            for host in hosts
+            if _enabled(own[host], "monitoring_enabled", enabled)
+            and _enabled(own[host], "monitoring_node_exporter_enabled", node_exporter_enabled)]
+    dcgm = [{"target": target(host, "dcgm_exporter_listen_address", ports["dcgm"]), "node": host}
+            for host in (gpu_hosts if dcgm_exporter else [])]
+    return {"node": node, "dcgm": dcgm}
 
 
 def web_config(username, password_hash, cert_file=None, key_file=None):

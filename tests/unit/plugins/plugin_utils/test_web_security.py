@@ -116,12 +116,56 @@ def test_a_package_not_installed_is_taken_as_current():
     assert got == {"node_exporter_web_config_flag": "--web.config.file", "alertmanager_url_file": True}
 
 
+@pytest.mark.parametrize("explicit, mgmt, expected", [
+    ("10.0.0.9", "10.77.0.21", "10.0.0.9"),      # the exporter's own listen address
+    ("0.0.0.0", "10.77.0.21", "10.77.0.21"),     # every interface: reached on the management address
+    ("::", None, "gpu01"),                       # ... or, without one, on the inventory name
+    ("[::]", "fd00::21", "fd00::21"),
+    (None, "10.77.0.21", "10.77.0.21"), ("", " ", "gpu01"), (None, None, "gpu01")])
+def test_where_prometheus_reaches_an_exporter(explicit, mgmt, expected):
+    assert web_security.scrape_address(explicit, mgmt, "gpu01") == expected
+
+
+HOSTVARS = {
+    "head01": {"cluster_mgmt_ip": "10.77.0.10"},
+    "gpu01": {"cluster_mgmt_ip": "10.77.0.21", "monitoring_listen_address": "0.0.0.0"},
+    "gpu02": {"cluster_mgmt_ip": "10.77.0.22", "dcgm_exporter_listen_address": "fd00::22"},
+    "stor01": {"cluster_mgmt_ip": "10.77.0.31", "monitoring_enabled": False},
+    "stor02": {"cluster_mgmt_ip": "10.77.0.32", "monitoring_node_exporter_enabled": "no"},
+    "login01": {"monitoring_listen_address": "10.1.1.3"},
+}
+
+
+def test_scrape_targets_in_inventory_order_with_their_own_switches_and_addresses():
+    got = filters.monitoring_scrape_targets(["gpu01", "gpu02", "stor01", "stor02", "login01", "head01"], HOSTVARS,
+                                            ["gpu01", "gpu02"], 9100, 9400)
+    assert got["node"] == [
+        {"target": "10.77.0.21:9100", "node": "gpu01", "gpu_node": True},
+        {"target": "10.77.0.22:9100", "node": "gpu02", "gpu_node": True},
+        {"target": "10.1.1.3:9100", "node": "login01", "gpu_node": False},
+        {"target": "10.77.0.10:9100", "node": "head01", "gpu_node": False}]
+    assert got["dcgm"] == [{"target": "10.77.0.21:9400", "node": "gpu01"},
+                           {"target": "[fd00::22]:9400", "node": "gpu02"}]
+
+
+def test_scrape_targets_defaults_apply_where_a_host_sets_nothing():
+    hosts = ["gpu01", "head01"]
+    assert filters.monitoring_scrape_targets(hosts, HOSTVARS, ["gpu01"], 9100, 9400, enabled=False)["node"] == []
+    off = filters.monitoring_scrape_targets(hosts, HOSTVARS, ["gpu01"], 9100, 9400, node_exporter_enabled=False,
+                                            dcgm_exporter=False)
+    assert off == {"node": [], "dcgm": []}
+    # a host's own setting wins over the default either way
+    own = dict(HOSTVARS, head01={"cluster_mgmt_ip": "10.77.0.10", "monitoring_enabled": True})
+    assert [t["node"] for t in filters.monitoring_scrape_targets(hosts, own, [], 9100, 9400, enabled=False)["node"]] \
+        == ["head01"]
+
+
 FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "plugins", "filter")
 
 
 @pytest.mark.parametrize("module, name", [
     ("web_security", "web_listen_address"), ("web_security", "web_host_port"), ("web_security", "web_config"),
-    ("web_security", "web_features"), ("repo_keys", "repo_key_problem"), ("safe_paths", "root_dir_problem"),
+    ("web_security", "web_features"), ("web_security", "monitoring_scrape_targets"), ("repo_keys", "repo_key_problem"), ("safe_paths", "root_dir_problem"),
     ("bios", "bios_bmc_tls_problem")])
 def test_each_new_filter_is_registered_and_documented_beside_its_file(module, name):
     plugin = importlib.import_module("ansible_collections.clusterforge.gpu.plugins.filter.%s" % module)
