@@ -23,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import gres_count, parse_scontrol_nodes, state_flags
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.slurm_nodes import cpu_attributes, gres_attribute
 
 MUNGE_KEY = "/etc/munge/munge.key"
 ROTATE_SWITCH = "slurm_controller_munge_key_rotate"
@@ -279,10 +280,7 @@ def node_description_problems(nodes, live_nodes_text, live_conf=None):
             busy = state_flags(state)["busy"]
         except ValueError:
             busy = True  # a state it cannot read: treated as running jobs, the safe side
-        line = ("NodeName=%s CPUs=%s Sockets=%s CoresPerSocket=%s ThreadsPerCore=%s%s"
-                % (node, wanted.get("cpus"), wanted.get("sockets"), wanted.get("cores_per_socket"),
-                   wanted.get("threads_per_core"),
-                   " Gres=gpu:%s:%d" % (wanted.get("gpu_type"), new_gpus) if new_gpus else ""))
+        line = "NodeName=%s %s%s" % (node, cpu_attributes(wanted), gres_attribute(wanted))
         if layout and busy:
             problems.append(
                 "%s runs jobs (state %s) and slurm.conf would change its CPU layout (%s): slurmctld aborts and "

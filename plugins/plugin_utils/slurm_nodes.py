@@ -97,18 +97,27 @@ def _grouped(entries):
     return ["NodeName=%s %s" % (compress(groups[key][1]), groups[key][0]) for key in sorted(groups)]
 
 
+def cpu_attributes(description):
+    """A node's CPU layout as slurm.conf describes it: ``CPUs= Sockets= CoresPerSocket= ThreadsPerCore=``."""
+    return "CPUs=%d Sockets=%d CoresPerSocket=%d ThreadsPerCore=%d" % (
+        int(description["cpus"]), int(description["sockets"]), int(description["cores_per_socket"]),
+        int(description["threads_per_core"]))
+
+
+def gres_attribute(description):
+    """`` Gres=gpu:<type>:<count>`` (with its leading space) for a node with GPUs, else ``""``."""
+    gpu_count = int(description.get("gpu_count") or 0)
+    return " Gres=gpu:%s:%d" % (description.get("gpu_type"), gpu_count) if gpu_count > 0 else ""
+
+
 def node_attributes(description, fabric, cooling, features_extra, reserve_percent, reserve_min_mb):
     """A node's slurm.conf attributes from its description: ``CPUs= Sockets= CoresPerSocket= ThreadsPerCore=
     RealMemory= [Gres=gpu:<type>:<count>] Features=<gpu type,fabric,cooling,extra> State=UNKNOWN``. RealMemory is the
     node's memory less the larger of ``reserve_percent`` of it and ``reserve_min_mb`` (for the OS and the daemons)."""
     memory = int(description["memtotal_mb"])
     reserve = max(int(memory * float(reserve_percent) / 100), int(reserve_min_mb))
-    attrs = "CPUs=%d Sockets=%d CoresPerSocket=%d ThreadsPerCore=%d RealMemory=%d" % (
-        int(description["cpus"]), int(description["sockets"]), int(description["cores_per_socket"]),
-        int(description["threads_per_core"]), memory - reserve)
-    gpu_type, gpu_count = description.get("gpu_type"), int(description.get("gpu_count") or 0)
-    if gpu_count > 0:
-        attrs += " Gres=gpu:%s:%d" % (gpu_type, gpu_count)
+    attrs = "%s RealMemory=%d%s" % (cpu_attributes(description), memory - reserve, gres_attribute(description))
+    gpu_type = description.get("gpu_type")
     features, seen = [], set()
     for feature in ([gpu_type] if gpu_type else []) + [fabric or "", cooling] + list(features_extra or []):
         if feature and str(feature).lower() not in seen:  # case-insensitive, as Ansible's unique filter was
