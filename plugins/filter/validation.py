@@ -8,6 +8,7 @@
 - ``validation_judge``: measured results (module results and the numbers above) + thresholds -> a report of
   checks, one per subject (node, GPU, port, pair, path), each ``pass``, ``fail`` or ``skip``. What was not
   measured is a ``skip`` that says why, never a ``pass``.
+- ``validation_node_record``: one node's measuring tasks' results -> the node as the judge takes it.
 - ``validation_html``: that report as one self-contained HTML page (no external CSS, JS or fonts: clusters are
   often air-gapped).
 - ``storage_aggregate``: each node's storage_probe measurement -> the bandwidth of every node at once.
@@ -88,6 +89,15 @@ def validation_held_nodes(nodes, own_prefixes):
     return _call(_judge.held_nodes, nodes, own_prefixes)
 
 
+def validation_node_record(results, idle, gpu_count, gpu_settings, profile, acs_disable=False,
+                           acs_require_disabled=False, ib_ports_per_node=None, bios_enabled=False, bios_settings=None,
+                           bios_require_known=False, bios_state=None, bios_error=None, storage_path=None):
+    """One measured node as validation_judge takes it; see validation_node_record.yml."""
+    return _call(_judge.node_record, results, idle, gpu_count, gpu_settings, profile, acs_disable, acs_require_disabled,
+                 ib_ports_per_node, bios_enabled, bios_settings, bios_require_known, bios_state, bios_error,
+                 storage_path)
+
+
 def validation_html(report):
     """A validation_judge report -> one self-contained HTML5 page (inline CSS and SVG; no script, no link)."""
     return _call(_report.validation_html, report)
@@ -150,6 +160,7 @@ class FilterModule(object):
             "validation_judge": validation_judge,
             "validation_html": validation_html,
             "validation_held_nodes": validation_held_nodes,
+            "validation_node_record": validation_node_record,
             "storage_aggregate": storage_aggregate,
             "validation_node_verdicts": validation_node_verdicts,
             "validation_loopback_plan": validation_loopback_plan,

@@ -920,6 +920,65 @@ def held_nodes(nodes, own_prefixes):
     return held
 
 
+def _ran(result):
+    """A registered task result, or None where the task was skipped (it measured nothing)."""
+    return None if not _is_map(result) or result.get("skipped") else result
+
+
+def node_record(results, idle, gpu_count, gpu_settings, profile, acs_disable=False, acs_require_disabled=False,
+                ib_ports_per_node=None, bios_enabled=False, bios_settings=None, bios_require_known=False,
+                bios_state=None, bios_error=None, storage_path=None):
+    """One measured node as validation_judge takes it (``nodes[<node>]``): what the node must have (``expected``)
+    and what its measuring tasks returned. ``results``: the registered results by module, ``nvidia_smi_info``,
+    ``dcgm_diag``, ``pcie_acs_info``, ``ib_port_info``, ``nccl_tests``, ``storage_probe``; a skipped task measured
+    nothing (None). ``profile``: the hardware profile's figures (validation_profile).
+
+    - ACS must be disabled where pcie_acs disables it or requires it disabled.
+    - InfiniBand is expected where its ports were read (the node has ibstat): the profile's rate, and the profile's
+      port count unless ``ib_ports_per_node`` overrides it.
+    - A local NCCL run that returned no result, or a storage test that measured nothing, is recorded as an error with
+      the module's message, which the judge fails."""
+    what = "validation_node_record"
+    if not _is_map(results):
+        raise ValidationError("%s: expects the measuring tasks' results by module, got %s" % (what, type(results).__name__))
+    if not _is_map(profile) or "ib_rate_gbps" not in profile or "ib_ports_per_node" not in profile:
+        raise ValidationError("%s: profile must be the hardware profile's figures (validation_profile), got %r"
+                              % (what, profile))
+    if bios_settings is not None and not _is_map(bios_settings):
+        raise ValidationError("%s: bios_settings must be a dict, got %r" % (what, bios_settings))
+    ran = dict((name, _ran(results.get(name))) for name in
+               ("nvidia_smi_info", "dcgm_diag", "pcie_acs_info", "ib_port_info", "nccl_tests", "storage_probe"))
+    ib, nccl, storage = ran["ib_port_info"], ran["nccl_tests"], ran["storage_probe"]
+    if nccl is not None:
+        nccl = nccl["result"] if "result" in nccl else {"error": nccl.get("msg", "no result")}
+    if storage is not None:
+        storage = storage["measured"] if storage.get("measured") is not None else {
+            "path": storage_path, "error": storage.get("msg", "the test returned nothing")}
+    return {
+        "expected": {
+            "gpu_count": gpu_count,
+            "gpu_settings": gpu_settings,
+            "acs_must_be_disabled": bool(_bool(acs_disable, "acs_disable")) or bool(
+                _bool(acs_require_disabled, "acs_require_disabled")),
+            "bios_enabled": bool(_bool(bios_enabled, "bios_enabled")),
+            "bios_settings": bios_settings or {},
+            "bios_require_known": bool(_bool(bios_require_known, "bios_require_known")),
+            "ib_rate_gbps": None if ib is None else profile["ib_rate_gbps"],
+            "ib_port_count": None if ib is None else (
+                profile["ib_ports_per_node"] if ib_ports_per_node is None else ib_ports_per_node),
+        },
+        "idle": bool(_bool(idle, "idle")),
+        "nvidia_smi_info": ran["nvidia_smi_info"],
+        "dcgm_diag": ran["dcgm_diag"],
+        "pcie_acs_info": ran["pcie_acs_info"],
+        "bios_state": bios_state,
+        "bios_error": bios_error,
+        "ib_port_info": ib,
+        "nccl_local": nccl,
+        "storage": storage,
+    }
+
+
 HELD_MESSAGE = ("%s: not validated: Slurm has it out of service by its owner's decision (%s); validation ran no job "
                 "on it and judged nothing of it")
 

@@ -40,7 +40,7 @@ NAMES = ("nccl_tests_results", "perftest_results", "dd_results", "checkpoint_est
          "validation_html", "validation_node_verdicts", "validation_loopback_plan", "validation_loopback_results",
          "validation_ib_line_rate", "validation_held_nodes", "storage_aggregate", "validation_ib_client_results",
          "validation_ib_round_results", "validation_deep_selection_lines", "validation_deep_states",
-         "validation_deep_outcome_lines")
+         "validation_deep_outcome_lines", "validation_node_record")
 # The emulators' environment knobs: a test sets the ones it wants, nothing leaks in from the caller.
 EMU_KEYS = ("CLUSTERFORGE_EMU_NCCL_BUSBW_GBPS", "CLUSTERFORGE_EMU_NCCL_WRONG", "CLUSTERFORGE_EMU_NCCL_LATENCY_US",
             "CLUSTERFORGE_EMU_IB_GBPS", "CLUSTERFORGE_EMU_IB_DEGRADE", "CLUSTERFORGE_EMU_IB_LINK",
@@ -51,6 +51,7 @@ SMI_BUSES = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
 # What gpu_tuning manages on every node (its variables, read by the gpu_tuning_settings filter).
 SETTINGS = {"gpus": None, "persistence_mode": True, "power_limit_watts": 700,
             "locked_gpu_clocks": {"min": 1980, "max": 1980}}
+PROFILE = {"ib_rate_gbps": 400, "ib_ports_per_node": 8}
 EXPECTED = {"gpu_count": 8, "gpu_settings": SETTINGS, "acs_must_be_disabled": True, "ib_rate_gbps": 400,
             "ib_port_count": 8}
 # GNU coreutils dd summary lines (the last line dd writes to stderr).
@@ -138,16 +139,15 @@ class Node(object):
         return FILTERS["perftest_results"](out)
 
     def results(self):
-        return {
-            "expected": dict(EXPECTED),
-            "nvidia_smi_info": self.nvidia_smi_info(),
-            "dcgm_diag": self.dcgm_diag(),
-            "pcie_acs_info": self.pcie_acs_info(),
-            "ib_port_info": self.ib_port_info(),
-            "nccl_local": self.nccl(),
-            "storage": {"path": STORAGE_PATH, "write": FILTERS["dd_results"](DD_WRITE),
-                        "read": FILTERS["dd_results"](DD_READ)},
-        }
+        """The node as the validate role records it: its measuring tasks' results through validation_node_record."""
+        return FILTERS["validation_node_record"](
+            {"nvidia_smi_info": self.nvidia_smi_info(), "dcgm_diag": self.dcgm_diag(),
+             "pcie_acs_info": self.pcie_acs_info(), "ib_port_info": self.ib_port_info(),
+             "nccl_tests": {"changed": False, "result": self.nccl()},
+             "storage_probe": {"changed": True, "measured": {
+                 "path": STORAGE_PATH, "write": FILTERS["dd_results"](DD_WRITE),
+                 "read": FILTERS["dd_results"](DD_READ)}}},
+            True, EXPECTED["gpu_count"], SETTINGS, PROFILE, acs_require_disabled=True, storage_path=STORAGE_PATH)
 
 
 @pytest.fixture(scope="module")
@@ -232,6 +232,73 @@ def gpu_subject(node, index):
 
 def test_filters_registered():
     assert set(FILTERS) == set(NAMES)
+
+
+SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+
+
+def record(results=None, **kwargs):
+    base = dict.fromkeys(("nvidia_smi_info", "dcgm_diag", "pcie_acs_info", "ib_port_info", "nccl_tests",
+                          "storage_probe"), SKIPPED)
+    base.update(results or {})
+    args = dict(idle=True, gpu_count=8, gpu_settings=SETTINGS, profile=PROFILE)
+    args.update(kwargs)
+    return FILTERS["validation_node_record"](base, **args)
+
+
+def test_node_record_a_skipped_task_measured_nothing_and_no_ib_is_expected_without_its_ports():
+    node = record()
+    for key in ("nvidia_smi_info", "dcgm_diag", "pcie_acs_info", "ib_port_info", "nccl_local", "storage"):
+        assert node[key] is None, key
+    assert node["expected"]["ib_rate_gbps"] is None and node["expected"]["ib_port_count"] is None
+    assert node["expected"] == {"gpu_count": 8, "gpu_settings": SETTINGS, "acs_must_be_disabled": False,
+                                "bios_enabled": False, "bios_settings": {}, "bios_require_known": False,
+                                "ib_rate_gbps": None, "ib_port_count": None}
+    assert node["idle"] is True and node["bios_state"] is None and node["bios_error"] is None
+
+
+def test_node_record_ib_figures_where_the_ports_were_read():
+    ports = {"changed": False, "ports": []}
+    assert record({"ib_port_info": ports})["expected"]["ib_port_count"] == 8
+    node = record({"ib_port_info": ports}, ib_ports_per_node=4)
+    assert (node["expected"]["ib_rate_gbps"], node["expected"]["ib_port_count"]) == (400, 4)
+    assert node["ib_port_info"] is ports
+
+
+@pytest.mark.parametrize("disable, require, expected", [
+    (False, False, False), (True, False, True), (False, "yes", True), ("no", True, True)])
+def test_node_record_acs_must_be_disabled_where_pcie_acs_disables_or_requires_it(disable, require, expected):
+    node = record(acs_disable=disable, acs_require_disabled=require)
+    assert node["expected"]["acs_must_be_disabled"] is expected
+
+
+def test_node_record_a_run_that_returned_nothing_is_its_error_and_the_judge_fails_it(measured):
+    node = record({"nccl_tests": {"failed": True, "msg": "all_reduce_perf timed out after 600 s"},
+                   "storage_probe": {"changed": False, "msg": "write: No space left on device"}},
+                  storage_path=STORAGE_PATH)
+    assert node["nccl_local"] == {"error": "all_reduce_perf timed out after 600 s"}
+    assert node["storage"] == {"path": STORAGE_PATH, "error": "write: No space left on device"}
+    assert record({"nccl_tests": {"changed": False}})["nccl_local"] == {"error": "no result"}
+    assert record({"storage_probe": {"measured": None}})["storage"]["error"] == "the test returned nothing"
+    # the judge fails both, with the module's message
+    measured["nodes"]["gpu01"]["nccl_local"] = node["nccl_local"]
+    measured["nodes"]["gpu01"]["storage"] = node["storage"]
+    report = judge(measured)
+    messages = " ".join(report["failures"])
+    assert "all_reduce_perf timed out after 600 s" in messages and "No space left on device" in messages
+
+
+@pytest.mark.parametrize("results, kwargs, words", [
+    ([], {}, "measuring tasks' results by module"),
+    (None, {"profile": {"ib_rate_gbps": 400}}, "profile"),
+    (None, {"bios_settings": ["acs"]}, "bios_settings"),
+    (None, {"acs_disable": "maybe"}, "acs_disable")])
+def test_node_record_refuses_what_it_cannot_read(results, kwargs, words):
+    with pytest.raises(AnsibleFilterError, match=words):
+        if results is None:
+            record(**kwargs)
+        else:
+            FILTERS["validation_node_record"](results, True, 8, SETTINGS, PROFILE, **kwargs)
 
 
 def test_healthy_cluster_passes_every_check(measured):
