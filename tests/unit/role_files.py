@@ -2,7 +2,10 @@
 
 import importlib.machinery
 import importlib.util
+import json
 import os
+import subprocess
+import sys
 
 import yaml
 
@@ -77,3 +80,18 @@ def render_role_template(root, role, template, **variables):
     out = templar.template(text, escape_backslashes=False,
                            overrides={"trim_blocks": True, "lstrip_blocks": False, "newline_sequence": "\n"})
     return "" if out is None else out
+
+
+def run_role_main(root, tmp_path, role, extra=None):
+    """ansible-playbook (the checkout's collection) running `role` without tasks_from on localhost, `extra` as -e;
+    (rc, its output with the whitespace folded)."""
+    (tmp_path / "play.yml").write_text(yaml.safe_dump([{
+        "name": "The role on its own", "hosts": "localhost", "gather_facts": False,
+        "tasks": [{"name": "Run the role's main", "ansible.builtin.include_role": {"name": role}}]}]))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(root, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(root, ".cache", "collections"), ANSIBLE_CACHE_PLUGIN="memory",
+               ANSIBLE_LOCALHOST_WARNING="0", ANSIBLE_INVENTORY_UNPARSED_WARNING="0")
+    argv = [os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", "localhost,", "-c", "local",
+            str(tmp_path / "play.yml"), "-e", json.dumps(dict(extra or {}, ansible_python_interpreter=sys.executable))]
+    proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return proc.returncode, " ".join((proc.stdout + proc.stderr).split())

@@ -4,7 +4,10 @@ imports them. These tests keep the wrapper, the role's entry points and its defa
 import os
 import re
 
-from role_files import load_yaml, read_text, role_imports
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from role_files import load_yaml, read_text, role_imports, run_role_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "rolling")
@@ -59,10 +62,12 @@ def test_every_phase_is_an_entry_point_with_the_same_options():
     assert text.count("&rolling_options") == 1 and text.count("*rolling_options") == len(PHASES)
 
 
-def test_main_refuses_to_run_and_names_the_playbook():
-    (task,) = _yaml(ROLE, "tasks", "main.yml")
-    assert "playbooks/rolling_reconfigure.yml" in task["ansible.builtin.fail"]["msg"]
-    assert "clusterforge.gpu.rolling_reconfigure" in task["ansible.builtin.fail"]["msg"]
+def test_main_refuses_to_run_and_names_the_playbook(tmp_path):
+    rc, out = run_role_main(ROOT, tmp_path, "clusterforge.gpu.rolling")
+    assert rc == 2, out
+    assert "Refuse to run the role without a phase" in out and "failed=1" in out, out
+    assert "playbooks/rolling_reconfigure.yml" in out and "clusterforge.gpu.rolling_reconfigure" in out, out
+    assert "Nothing was changed." in out and "changed=0" in out, out
 
 
 def test_no_inline_default_for_a_rolling_variable():
@@ -72,11 +77,16 @@ def test_no_inline_default_for_a_rolling_variable():
 
 
 def test_the_plan_runs_the_apply_playbook_of_its_own_collection():
-    plan = _text(ROLE, "tasks", "plan.yml")
-    assert "role_path | dirname | dirname ~ '/playbooks/rolling_apply.yml'" in plan
-    assert os.path.isfile(os.path.join(ROLE, "..", "..", "playbooks", "rolling_apply.yml"))
     run = [t for t in _yaml(ROLE, "tasks", "plan.yml")
            if t.get("name") == "Plan | run the change in check mode on the candidate nodes"][0]
+    # found from the role's own path, wherever the collection is (a checkout, or installed under another name)
+    playbook = trust_as_template(run["clusterforge.gpu.rolling_plan_run"]["playbook"])
+    installed = "/usr/share/ansible/collections/ansible_collections/clusterforge/gpu"
+    for root, playbook_dir in ((ROOT, "/somewhere/else"), (installed, ROOT)):
+        templar = Templar(loader=DataLoader(), variables={"role_path": root + "/roles/rolling",
+                                                          "playbook_dir": playbook_dir})
+        assert templar.template(playbook) == root + "/playbooks/rolling_apply.yml"
+    assert os.path.isfile(os.path.join(ROLE, "..", "..", "playbooks", "rolling_apply.yml"))
     assert "ansible_config_file" in run["clusterforge.gpu.rolling_plan_run"]["config_file"]
     assert "ansible_config_file" in run["clusterforge.gpu.rolling_plan_run"]["chdir"]
     # run by name from an installed collection, the apply playbook reads nothing outside playbooks/
@@ -104,13 +114,42 @@ def test_the_plan_gathers_the_facts_of_the_apply_and_does_not_judge_the_inventor
     assert run["clusterforge.gpu.rolling_plan_run"]["plan_vars"]["__preflight_passed"] is True
 
 
+def _templar(**variables):
+    return Templar(loader=DataLoader(), variables=variables)
+
+
 def test_the_drain_reason_and_the_failure_message_are_unchanged():
+    """The hold phase's drain reason and message, rendered by Ansible's templar as the rescue renders them."""
     assert _yaml(ROLE, "vars", "main.yml")["__rolling_prefix"] == "cf-roll:"
-    hold = _text(ROLE, "tasks", "hold.yml")
-    assert "{{ __rolling_reason }} FAILED {{ __rolling_step | default('state') }}:" in hold
-    assert "failed at '{{ __rolling_step | default('state') }}'" in hold
+    hold = _yaml(ROLE, "tasks", "hold.yml")
+    (keep,) = [t for t in hold if "clusterforge.gpu.slurm_node" in t]
+    (stop,) = [t for t in hold if "ansible.builtin.fail" in t]
+    failed = {"msg": "dcgmi diag  level 1:\n software on GPU 3 " + "x" * 200}
+    for step in ("dcgm-diag", "state", None):
+        variables = {"__rolling_reason": "cf-roll:20261125T100000Z", "__rolling_plan_run_id": "20261125T100000Z",
+                     "inventory_hostname": "gpu02", "ansible_failed_result": failed}
+        if step is not None:
+            variables["__rolling_step"] = step
+        tmpl = _templar(**variables)
+        # no drain over a node that was not drained yet (a failure before the first step, or in the state step)
+        assert tmpl.evaluate_conditional(trust_as_template(keep["when"])) is (step == "dcgm-diag"), step
+        reason = tmpl.template(trust_as_template(keep["clusterforge.gpu.slurm_node"]["reason"]))
+        assert reason.startswith("cf-roll:20261125T100000Z FAILED %s: dcgmi diag level 1: software on GPU 3 xxx"
+                                 % (step or "state")), reason
+        assert reason.endswith("...") and len(reason) < len("cf-roll:20261125T100000Z FAILED dcgm-diag: ") + 151
+        assert tmpl.template(trust_as_template(keep["clusterforge.gpu.slurm_node"]["reason_prefix"])) == \
+            "cf-roll:20261125T100000Z"
+        msg = " ".join(tmpl.template(trust_as_template(stop["ansible.builtin.fail"]["msg"])).split())
+        assert msg.startswith("Rolling change stopped: gpu02 failed at '%s': dcgmi diag level 1: software on GPU 3"
+                              % (step or "state")), msg
+        assert "It stays drained (cf-roll:20261125T100000Z FAILED ...)" in msg
+        assert msg.endswith("re-run with -e rolling_run_id=20261125T100000Z: that re-run adopts this drain and "
+                            "finishes the work."), msg
     gate = _yaml(ROLE, "tasks", "gate.yml")
     steps = [t["ansible.builtin.set_fact"]["__rolling_step"] for t in gate[0]["block"]
              if "__rolling_step" in (t.get("ansible.builtin.set_fact") or {})]
     assert steps == ["slurmd-registered", "gres-count", "dcgm-diag", "tuned-values", "health-check", "nccl-test"]
-    assert gate[0]["when"] == "not ansible_check_mode"
+    # the gate judges the node for real only: check mode changed nothing there to judge
+    for check_mode in (True, False):
+        assert _templar(ansible_check_mode=check_mode).evaluate_conditional(
+            trust_as_template(gate[0]["when"])) is not check_mode

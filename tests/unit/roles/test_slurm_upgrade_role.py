@@ -3,7 +3,7 @@ them, in SchedMD's order. These tests keep the wrapper, the role's entry points 
 
 import os
 
-from role_files import load_yaml, read_text, role_imports
+from role_files import load_yaml, read_text, role_imports, run_role_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "slurm_upgrade")
@@ -102,7 +102,10 @@ def test_slurm_conf_has_one_writer():
         assert "name: clusterforge.gpu.slurm_controller\n        tasks_from: config" in text, phase
 
 
-def test_the_main_entry_point_refuses_and_names_the_playbook():
-    (task,) = _yaml(ROLE, "tasks", "main.yml")
-    assert "playbooks/slurm_upgrade.yml" in task["ansible.builtin.fail"]["msg"]
-    assert "clusterforge.gpu.slurm_upgrade" in task["ansible.builtin.fail"]["msg"]
+def test_the_main_entry_point_refuses_and_names_the_playbook(tmp_path):
+    rc, out = run_role_main(ROOT, tmp_path, "clusterforge.gpu.slurm_upgrade", {"slurm_upgrade_version": "24.11.1"})
+    assert rc == 2, out
+    assert "Refuse to run the role without a phase" in out and "failed=1" in out, out
+    assert "phases from playbooks/slurm_upgrade.yml (ansible-playbook clusterforge.gpu.slurm_upgrade -e " \
+           "slurm_upgrade_version=<version>)" in out, out
+    assert "Nothing was changed." in out and "changed=0" in out, out
