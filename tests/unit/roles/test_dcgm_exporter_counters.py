@@ -228,8 +228,13 @@ def _config_task(name):
 def test_the_file_is_written_only_when_the_role_manages_it_and_a_change_restarts_the_exporter():
     task = _config_task("Write dcgm-exporter's counters file (its default counters plus the error counters the alerts read)")
     args = task["ansible.builtin.template"]
-    assert args["src"] == TEMPLATE and args["dest"] == "{{ dcgm_exporter_collectors_file }}" and args["mode"] == "0644"
-    assert task["when"] == "dcgm_exporter_enabled and dcgm_exporter_collectors_manage"
+    assert args["src"] == TEMPLATE and args["mode"] == "0644"
+    for enabled in (True, False):
+        for manage in (True, False):
+            templar = role_templar(ROOT, "dcgm", dcgm_exporter_enabled=enabled, dcgm_exporter_collectors_manage=manage,
+                                   dcgm_exporter_collectors_file="/etc/site/counters.csv")
+            assert templar.evaluate_conditional(trust_as_template(task["when"])) is (enabled and manage), (enabled, manage)
+            assert templar.template(trust_as_template(args["dest"])) == "/etc/site/counters.csv"
     assert task["notify"] == "Restart dcgm-exporter"
     handlers = load_yaml(ROLE, "handlers", "main.yml")
     assert [h["listen"] for h in handlers if h["name"] == "Restart dcgm-exporter"] == ["Restart dcgm-exporter"]
