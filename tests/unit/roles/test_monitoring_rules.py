@@ -24,8 +24,9 @@ import urllib.request
 
 import pytest
 import yaml
+from ansible.template import trust_as_template
 
-from role_files import load_script, render_role_template
+from role_files import load_script, render_role_template, role_templar
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(ROOT, "roles", "monitoring")
@@ -348,9 +349,15 @@ def test_the_webhook_url_is_not_logged():
     with open(os.path.join(ROLE, "tasks", "config.yml")) as f:
         tasks = yaml.safe_load(f)
     (task,) = [t for t in tasks if t.get("ansible.builtin.template", {}).get("src") == "etc/prometheus/alertmanager.yml.j2"]
-    assert task["no_log"] == "{{ monitoring_secure_logging and monitoring_alertmanager_webhook_url is not none }}"
+    # hidden whenever there is a URL to hide, unless the operator turned secure logging off
+    for secure, url, hidden in ((True, "https://hooks.example.test/cf?token=s3cr3t", True), (True, None, False),
+                                (False, "https://hooks.example.test/cf?token=s3cr3t", False)):
+        templar = role_templar(ROOT, "monitoring", monitoring_secure_logging=secure,
+                               monitoring_alertmanager_webhook_url=url, __monitoring_amtool="/usr/bin/amtool")
+        assert templar.template(trust_as_template(task["no_log"])) is hidden, (secure, url)
+        assert templar.template(trust_as_template(task["ansible.builtin.template"]["validate"])) == \
+            "/usr/bin/amtool check-config %s"
     assert task["ansible.builtin.template"]["mode"] == "0640"
-    assert task["ansible.builtin.template"]["validate"] == "{{ __monitoring_amtool }} check-config %s"
 
 
 # --------------------------------------------------------------------------------------------- with the tools
