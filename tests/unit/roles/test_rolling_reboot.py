@@ -86,9 +86,10 @@ def test_the_reboot_goes_through_slurm_on_the_controller_and_never_through_ansib
     task = _task("apply", "Ask Slurm to reboot the node, kept drained (RebootProgram, then HealthCheckProgram as "
                           "slurmd starts)")
     # No ASAP (it sets nextstate=UNDRAIN) and no nextstate=RESUME: the node comes back drained, for the gate.
-    assert task["ansible.builtin.command"]["argv"] == [
-        "scontrol", "reboot", "reason={{ __rolling_reason }}", "{{ inventory_hostname }}"]
-    assert task["delegate_to"] == "{{ __rolling_ctl }}"
+    tmpl = templar()
+    assert [render(tmpl, arg) for arg in task["ansible.builtin.command"]["argv"]] == [
+        "scontrol", "reboot", "reason=" + REASON, "gpu02"]
+    assert render(tmpl, task["delegate_to"]) == "head01"
     for name in os.listdir(os.path.join(ROLE, "tasks")):
         for t in _tasks(_yaml(ROLE, "tasks", name)):
             assert not {"ansible.builtin.reboot", "reboot", "ansible.legacy.reboot"} & set(t), (name, t["name"])

@@ -109,7 +109,9 @@ def test_the_plan_gathers_the_facts_of_the_apply_and_does_not_judge_the_inventor
     assert apply_play["gather_facts"] is True
     assert apply_play["gather_subset"] == setup[0]["ansible.builtin.setup"]["gather_subset"]
     plan = _yaml(ROLE, "tasks", "plan.yml")
-    assert plan[0]["ansible.builtin.assert"]["that"] == "__preflight_passed | default(false)"
+    refuse = plan[0]["ansible.builtin.assert"]["that"]
+    assert _templar().evaluate_conditional(trust_as_template(refuse)) is False  # preflight skipped: no plan
+    assert _templar(__preflight_passed=True).evaluate_conditional(trust_as_template(refuse)) is True
     run = [t for t in plan if t.get("name") == "Plan | run the change in check mode on the candidate nodes"][0]
     assert run["clusterforge.gpu.rolling_plan_run"]["plan_vars"]["__preflight_passed"] is True
 
