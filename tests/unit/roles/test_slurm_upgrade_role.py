@@ -3,6 +3,9 @@ them, in SchedMD's order. These tests keep the wrapper, the role's entry points 
 
 import os
 
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
 from role_files import load_yaml, read_text, role_imports, run_role_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -60,7 +63,10 @@ def test_the_batch_size_fallback_is_the_roles_default():
     batches = [p for p in _yaml(ROOT, "playbooks", "slurm_upgrade.yml") if "serial" in p]
     assert len(batches) == 1 and batches[0]["hosts"] == "gpu_nodes" and batches[0]["max_fail_percentage"] == 0
     default = _yaml(ROLE, "defaults", "main.yml")["slurm_upgrade_slurmd_batch_size"]
-    assert batches[0]["serial"] == "{{ slurm_upgrade_slurmd_batch_size | default(%s) }}" % repr(default).replace('"', "'")
+    serial = trust_as_template(batches[0]["serial"])
+    # the play's keyword is templated before the role's defaults are read: its fallback must be the same value
+    assert Templar(loader=DataLoader(), variables={}).template(serial) == default
+    assert Templar(loader=DataLoader(), variables={"slurm_upgrade_slurmd_batch_size": 7}).template(serial) == 7
 
 
 def test_every_phase_is_an_entry_point_with_the_same_options():
