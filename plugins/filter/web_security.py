@@ -4,8 +4,8 @@
 """Filters of the monitoring and dcgm roles' listening addresses and web authentication.
 
 The decisions are plugins/plugin_utils/web_security.py; documentation lives beside this file in
-web_listen_address.yml, web_host_port.yml, web_config.yml, web_features.yml and
-monitoring_scrape_targets.yml.
+web_listen_address.yml, web_host_port.yml, web_scrape_address.yml, web_config.yml, web_features.yml
+and monitoring_scrape_targets.yml.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -39,6 +39,12 @@ def web_config(password_hash, username, cert_file=None, key_file=None):
     return _wrap(web_security.web_config, username, password_hash, cert_file=cert_file, key_file=key_file)
 
 
+def web_scrape_address(listen_address, mgmt_ip=None, host=None):
+    """Where Prometheus reaches a daemon: its listen address unless that is every interface, else the management
+    address, else the host's name."""
+    return _wrap(web_security.scrape_address, listen_address, mgmt_ip, host)
+
+
 def monitoring_scrape_targets(hosts, host_vars, gpu_hosts, node_exporter_port, dcgm_exporter_port, enabled=True,
                               node_exporter_enabled=True, dcgm_exporter=True):
     """Prometheus's node-exporter and dcgm-exporter targets: which hosts, where each is reached, and its labels."""
@@ -56,4 +62,4 @@ class FilterModule(object):
     def filters(self):
         return {"web_listen_address": web_listen_address, "web_host_port": web_host_port,
                 "web_config": web_config, "web_features": web_features,
-                "monitoring_scrape_targets": monitoring_scrape_targets}
+                "monitoring_scrape_targets": monitoring_scrape_targets, "web_scrape_address": web_scrape_address}

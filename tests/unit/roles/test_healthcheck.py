@@ -45,10 +45,14 @@ SLURM_COMMANDS = re.compile(r"\b(scontrol|sinfo|squeue|srun|sbatch|salloc|scance
                             r"sreport|sdiag|strigger|sbcast|sattach|scrontab)\b")
 
 
+def role_vars():
+    with open(os.path.join(ROLE, "vars", "main.yml")) as handle:
+        return yaml.safe_load(handle)
+
+
 def package_modules():
     """The package's modules, as the role lists them for tasks/config.yml (vars/main.yml)."""
-    with open(os.path.join(ROLE, "vars", "main.yml")) as handle:
-        return yaml.safe_load(handle)["__slurm_compute_healthcheck_package"]
+    return role_vars()["__slurm_compute_healthcheck_package"]
 
 
 def package_sources():
@@ -122,7 +126,8 @@ json.dump(Templar(loader=DataLoader(), variables=variables).template(trust_as_te
 """
     variables = {"slurm_compute_healthcheck_path": HC_PATH, "role_path": ROLE,
                  "__slurm_compute_healthcheck_package": package_modules(),
-                 "__slurm_compute_healthcheck_package_dir": task_vars["__slurm_compute_healthcheck_package_dir"]}
+                 "__slurm_compute_healthcheck_package_dir": task_vars["__slurm_compute_healthcheck_package_dir"],
+                 "__slurm_compute_healthcheck_dir": role_vars()["__slurm_compute_healthcheck_dir"]}
     proc = subprocess.run([sys.executable, "-c", script], input=json.dumps(
         {"vars": variables, "expr": task_vars["__slurm_compute_healthcheck_package_files"]}),
         capture_output=True, text=True, check=False, timeout=120)
@@ -455,7 +460,7 @@ def test_the_modules_installed_beside_it_need_only_the_standard_library(name, tm
     if name.startswith("clusterforge_health"):
         assert (name.partition(".")[2] or "__init__") in package_modules(), name
     else:
-        assert "{{ slurm_compute_healthcheck_path | dirname }}/%s.py" % name in first, first
+        assert "{{ __slurm_compute_healthcheck_dir }}/%s.py" % name in first, first
 
 
 def test_the_program_starts_its_package_installed_as_the_role_installs_it(tmp_path):

@@ -124,6 +124,7 @@ def test_a_package_not_installed_is_taken_as_current():
     (None, "10.77.0.21", "10.77.0.21"), ("", " ", "gpu01"), (None, None, "gpu01")])
 def test_where_prometheus_reaches_an_exporter(explicit, mgmt, expected):
     assert web_security.scrape_address(explicit, mgmt, "gpu01") == expected
+    assert filters.web_scrape_address(explicit, mgmt, "gpu01") == expected
 
 
 HOSTVARS = {
@@ -165,7 +166,8 @@ FILTER_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "pl
 
 @pytest.mark.parametrize("module, name", [
     ("web_security", "web_listen_address"), ("web_security", "web_host_port"), ("web_security", "web_config"),
-    ("web_security", "web_features"), ("web_security", "monitoring_scrape_targets"), ("repo_keys", "repo_key_problem"), ("safe_paths", "root_dir_problem"),
+    ("web_security", "web_features"), ("web_security", "monitoring_scrape_targets"),
+    ("web_security", "web_scrape_address"), ("repo_keys", "repo_key_problem"), ("safe_paths", "root_dir_problem"),
     ("bios", "bios_bmc_tls_problem")])
 def test_each_new_filter_is_registered_and_documented_beside_its_file(module, name):
     plugin = importlib.import_module("ansible_collections.clusterforge.gpu.plugins.filter.%s" % module)
