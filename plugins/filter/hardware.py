@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filter over plugins/module_utils/hardware.py (the hardware catalogue); documentation in validation_profile.yml
-beside this file."""
+"""Filters over plugins/module_utils/hardware.py (the hardware catalogue); documentation in validation_profile.yml
+and cluster_fabric.yml beside this file."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -21,6 +21,11 @@ def validation_profile(name):
         raise AnsibleFilterError(str(exc))
 
 
+def cluster_fabric(value):
+    """The cluster's compute fabric: cluster_fabric_type, or the collection's default where it is not set."""
+    return hardware.fabric_type(value)
+
+
 class FilterModule(object):
     def filters(self):
-        return {"validation_profile": validation_profile}
+        return {"validation_profile": validation_profile, "cluster_fabric": cluster_fabric}

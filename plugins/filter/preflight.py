@@ -23,7 +23,7 @@ try:
 except ImportError:  # pragma: no cover
     HAS_NETADDR = False
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import GPU_MODELS
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import FABRIC_TYPES, GPU_MODELS
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import expand as hostlist_expand
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils import (
     preflight_bios,
@@ -41,7 +41,6 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
 
 # GPUs a node of each type can hold, from the hardware catalogue (plugins/module_utils/hardware.py).
 GPU_TYPES = dict((name, p["gpus_per_node_max"]) for name, p in GPU_MODELS.items())
-FABRIC_TYPES = ("infiniband", "roce", "ethernet", "none")
 REQUIRED_GROUPS = ("slurm_controller", "gpu_nodes")
 LUSTRE_GROUPS = ("lustre_mds", "lustre_oss", "lustre_clients")
 PARTITION_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,62}$")

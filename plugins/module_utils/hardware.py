@@ -188,6 +188,16 @@ VALIDATION_PROFILES = {
 # The profile the judge's defaults come from (validate_thresholds without a profile).
 DEFAULT_VALIDATION_PROFILE = "h100_sxm_ndr"
 
+# The compute fabrics a cluster may have (cluster_fabric_type), and the one a role takes where the inventory sets
+# none (preflight requires it; a role run on its own, without preflight, takes this).
+FABRIC_TYPES = ("infiniband", "roce", "ethernet", "none")
+DEFAULT_FABRIC = "infiniband"
+
+
+def fabric_type(value):
+    """The cluster's compute fabric: ``value`` (cluster_fabric_type), or DEFAULT_FABRIC where it is not set."""
+    return DEFAULT_FABRIC if value is None or not str(value).strip() else str(value).strip()
+
 
 def validation_profile(name):
     """The figures of validation profile ``name`` (a copy); ValueError naming the known ones when there is none."""

@@ -23,7 +23,7 @@ import re
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import hostengine_problem, socket_path_problem
 from ansible_collections.clusterforge.gpu.plugins.module_utils.gpu_settings import ROLE_NAMES, parse_setting
-from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import GPU_MODELS
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import FABRIC_TYPES, GPU_MODELS, fabric_type
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.gpu_power import rack_plan
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import MISSING
 from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, type_name, whole
@@ -32,9 +32,6 @@ ARCH_NAMES = {"volta": "Volta", "ampere": "Ampere", "ada": "Ada Lovelace", "hopp
               "blackwell": "Blackwell"}
 # Open GPU kernel modules exist from this branch on (KM).
 OPEN_MODULES_FIRST_BRANCH = 515
-FABRIC_TYPES = ("infiniband", "roce", "ethernet", "none")
-# The fabric the nccl role assumes when cluster_fabric_type is not set (roles/nccl/vars/main.yml).
-NCCL_DEFAULT_FABRIC = "infiniband"
 NAMES_SHOWN = 6
 
 BRANCH_RE = re.compile(r"^[0-9]{3}$")
@@ -119,9 +116,7 @@ def _set(inv, host, name):
 
 def _fabric_of(inv, host):
     value = inv.get(host, "cluster_fabric_type", MISSING)
-    if value is MISSING or value is None:
-        return NCCL_DEFAULT_FABRIC
-    return value
+    return fabric_type(None if value is MISSING else value)
 
 
 # ------------------------------------------------------------------------------------------------ entry points

@@ -63,3 +63,12 @@ def test_the_role_default_profile_of_each_sxm_model_exists():
     for gtype in ("h100", "h200"):
         assert hardware.GPU_MODELS[gtype]["name"].endswith("SXM")
         assert "%s_sxm_ndr" % gtype in hardware.VALIDATION_PROFILES
+
+
+@pytest.mark.parametrize("value, expected", [
+    (None, "infiniband"), ("", "infiniband"), ("  ", "infiniband"), ("roce", "roce"), (" ethernet ", "ethernet"),
+    ("none", "none")])
+def test_the_fabric_is_the_inventorys_else_the_one_default(value, expected):
+    assert hardware.fabric_type(value) == expected
+    assert hardware_filter.FilterModule().filters()["cluster_fabric"](value) == expected
+    assert hardware.DEFAULT_FABRIC in hardware.FABRIC_TYPES
