@@ -35,7 +35,19 @@ ARGUMENT_SPEC = dict(
     cache_valid_time=dict(type="int"),
     use=dict(type="str", default="auto"),
     dpkg_query_path=dict(type="path"),
+    start_services=dict(type="bool", default=True),
+    allow_held=dict(type="bool", default=False),
 )
+# Debian's policy layer: while /usr/sbin/policy-rc.d exits 101 ("action forbidden"), maintainer scripts start, stop
+# and restart no service (invoke-rc.d, deb-systemd-invoke). start_services=false writes it for the package manager's
+# run, only where the host has none of its own (created exclusively: set -C), and removes it right after.
+POLICY_RC = "/usr/sbin/policy-rc.d"
+POLICY_RC_WRITE = (
+    "set -C; umask 022; "
+    "if printf '%%s\\n' '#!/bin/sh' '# Written by clusterforge.gpu.packages while it installs packages; removed right "
+    "after.' 'exit 101' > %(path)s 2>/dev/null; then chmod 0755 %(path)s; exit 0; fi; "
+    "[ -e %(path)s ] && exit 3; exit 4" % {"path": POLICY_RC})
+POLICY_RC_THEIRS = 3  # the exit status of POLICY_RC_WRITE where the host has its own policy-rc.d
 
 
 def _clean(specs):
@@ -48,7 +60,7 @@ def _clean(specs):
     return seen
 
 
-def backend_args(backend, names, state, weak_dependencies=None, cache_valid_time=None):
+def backend_args(backend, names, state, weak_dependencies=None, cache_valid_time=None, allow_held=False):
     """The arguments of the package manager's module for one install (state=present) or removal (absent)."""
     args = {"name": list(names), "state": state}
     if state == "present":
@@ -58,6 +70,10 @@ def backend_args(backend, names, state, weak_dependencies=None, cache_valid_time
             # apt refreshes its index when it is older than this (0: on every install).
             args["update_cache"] = True
             args["cache_valid_time"] = cache_valid_time
+        if allow_held and backend == "apt":
+            # the site held the packages (apt-mark hold); asking for this version is the site's decision, and the
+            # hold stays in place afterwards
+            args["allow_change_held_packages"] = True
     return args
 
 
@@ -99,6 +115,28 @@ class ActionModule(ActionBase):
                               missing=[n for n in names if n in gone])
                 to_remove = [r for r in remove if r not in gone]
 
+        # 2.-3. The package manager, with services kept from starting where asked (Debian family, real runs).
+        block = (not args["start_services"] and backend == "apt" and not check_mode
+                 and bool(to_remove or result["missing"]))
+        if block:
+            written = self._execute_module(module_name="ansible.legacy.command", task_vars=task_vars, module_args={
+                "argv": ["timeout", "30", "/bin/sh", "-c", POLICY_RC_WRITE]})
+            if written.get("rc") not in (0, POLICY_RC_THEIRS):
+                return dict(result, failed=True, msg="could not write %s to keep package scripts from starting "
+                            "services: %s" % (POLICY_RC, (written.get("stderr") or written.get("msg") or "").strip()))
+            block = written.get("rc") == 0  # the host's own policy-rc.d is left alone: it decides
+        try:
+            return self._change(result, args, backend, names, to_remove, check_mode, task_vars)
+        finally:
+            if block:
+                removed = self._execute_module(module_name="ansible.legacy.file", task_vars=task_vars,
+                                               module_args={"path": POLICY_RC, "state": "absent"})
+                if removed.get("failed"):
+                    raise AnsibleActionFail("%s was left on the host (no service will start there until it is "
+                                            "removed): %s" % (POLICY_RC, removed.get("msg")), result=removed)
+
+    def _change(self, result, args, backend, names, to_remove, check_mode, task_vars):
+        """Remove, then install, what has to change."""
         # 2. Remove what must go first (a package the new ones replace). Check mode: named from dpkg's answer,
         # or asked of the package manager's own check mode where dpkg could not say.
         if to_remove:
@@ -117,7 +155,8 @@ class ActionModule(ActionBase):
             result["changed"] = True
         elif missing:
             done = self._package_manager(backend, backend_args(backend, missing, "present", args["weak_dependencies"],
-                                                               args["cache_valid_time"]), task_vars)
+                                                               args["cache_valid_time"], args["allow_held"]),
+                                         task_vars)
             if done.get("failed"):
                 return self._failed(result, done, backend, "install", missing)
             result["changed"] = result["changed"] or bool(done.get("changed"))

@@ -62,6 +62,22 @@ options:
   dpkg_query_path:
     description: Path to C(dpkg-query). By default it is looked up on C(PATH).
     type: path
+  start_services:
+    description:
+      - C(false) keeps the packages' own scripts from starting, stopping or restarting any service while this task
+        installs or removes packages (C(apt) only), for a role that starts its daemons itself once they are
+        configured. Debian's policy layer does it, C(/usr/sbin/policy-rc.d) exiting 101 ("action forbidden").
+      - The file is written only for the package manager's run and removed right after, whatever happens. A host
+        that has its own C(/usr/sbin/policy-rc.d) keeps it untouched, and its own policy decides.
+      - Nothing is written when nothing is to be installed or removed, or in check mode.
+    type: bool
+    default: true
+  allow_held:
+    description:
+      - C(apt) only. Install the versions asked for even where the site holds the packages (C(apt-mark hold)), for
+        an upgrade the site asked for. The hold stays in place.
+    type: bool
+    default: false
 attributes:
   action:
     support: full
@@ -95,11 +111,12 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Install munge and slurmd (no recommended packages; the apt index refreshed at most hourly)
+- name: Install munge and slurmd (no recommended packages; the apt index refreshed at most hourly; no service started)
   clusterforge.gpu.packages:
     names: [munge, slurmd]
     weak_dependencies: false
     cache_valid_time: 3600
+    start_services: false
   register: __slurm_compute_register_packages
 
 - name: Replace DCGM 3 with DCGM 4

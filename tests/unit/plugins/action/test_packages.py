@@ -4,6 +4,8 @@
 """The packages action: read with package_check (the real module, against recorded dpkg-query output), then the
 package manager only for the difference; check mode never installs."""
 
+import os
+import subprocess
 from unittest import mock
 
 import pytest
@@ -40,9 +42,29 @@ class Host(object):
         self.calls = []  # (module name, args without the _ansible_* keys)
         self.pkg_mgr = pkg_mgr
 
+    policy = None  # a scratch path standing for /usr/sbin/policy-rc.d (tests of start_services)
+    policy_fail = None  # a module name whose run fails
+    seen_by_manager = None  # what the package manager's run found at the policy path: (exists, its exit status)
+
     def execute(self, module_name=None, module_args=None, task_vars=None, **kwargs):
         args = dict(module_args or {})
         self.calls.append((module_name, args))
+        if module_name == self.policy_fail:
+            return {"failed": True, "rc": 4, "msg": "%s failed" % module_name, "stderr": "Read-only file system"}
+        if module_name == "ansible.legacy.command":
+            # the action's own script, run for real against the scratch path
+            argv = [a.replace(action.POLICY_RC, self.policy) for a in args["argv"]]
+            proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+            return {"rc": proc.returncode, "stdout": proc.stdout, "stderr": proc.stderr, "changed": True}
+        if module_name == "ansible.legacy.file":
+            assert args == {"path": action.POLICY_RC, "state": "absent"}
+            os.unlink(self.policy)
+            return {"changed": True}
+        if self.policy and module_name.startswith("ansible.legacy.") and module_name != "ansible.legacy.setup" \
+                and module_name != action.READER:
+            exists = os.path.exists(self.policy)
+            self.seen_by_manager = (exists, subprocess.run(["/bin/sh", self.policy], check=False).returncode
+                                    if exists else None)
         if module_name == action.READER:
             return run_module(package_check, args, self.tool, check_mode=self.check_mode)
         if module_name == "ansible.legacy.setup":
@@ -52,7 +74,8 @@ class Host(object):
         return self.replies.pop(0)
 
     def managers(self):
-        return [c for c in self.calls if c[0] not in (action.READER, "ansible.legacy.setup")]
+        return [c for c in self.calls if c[0] not in (action.READER, "ansible.legacy.setup", "ansible.legacy.command",
+                                                      "ansible.legacy.file")]
 
 
 def run(args, host, check_mode=False, facts=True, task_vars=None):
@@ -269,3 +292,80 @@ def test_backend_args_per_package_manager():
     expected = {"name": ["a"], "state": "present", "install_weak_deps": True}
     assert action.backend_args("dnf5", ["a"], "present", True, 3600) == expected
     assert action.backend_args("zypper", ["a"], "present", False, 3600) == {"name": ["a"], "state": "present"}
+
+
+# ------------------------------------------------------------------------ start_services: false (policy-rc.d)
+
+def blocking_host(tmp_path, **kwargs):
+    host = Host(**kwargs)
+    host.policy = str(tmp_path / "policy-rc.d")
+    return host
+
+
+def test_no_service_starts_while_apt_installs_and_the_policy_goes_right_after(tmp_path):
+    host = blocking_host(tmp_path, backend_replies=[APT_INSTALLED])
+    r = run({"names": ["munge", "slurmd"], "start_services": False}, host)
+    assert r["changed"] is True and not r.get("failed") and r["missing"] == ["slurmd"]
+    assert [c[0] for c in host.calls] == [action.READER, "ansible.legacy.command", "ansible.legacy.apt",
+                                          "ansible.legacy.file"]
+    assert host.calls[1][1]["argv"][:2] == ["timeout", "30"]  # a time limit on the host
+    assert host.seen_by_manager == (True, 101)  # apt ran while policy-rc.d forbade every service action
+    assert not os.path.exists(host.policy)
+
+
+def test_a_hosts_own_policy_rc_d_is_left_alone(tmp_path):
+    host = blocking_host(tmp_path, backend_replies=[APT_INSTALLED])
+    with open(host.policy, "w") as f:
+        f.write("#!/bin/sh\nexit 0\n")
+    r = run({"names": ["slurmd"], "start_services": False}, host)
+    assert r["changed"] is True and not r.get("failed")
+    assert [c[0] for c in host.calls] == [action.READER, "ansible.legacy.command", "ansible.legacy.apt"]
+    assert open(host.policy).read() == "#!/bin/sh\nexit 0\n"  # untouched, not removed: the site's policy decides
+    assert host.seen_by_manager == (True, 0)
+
+
+def test_a_failed_install_still_removes_the_policy(tmp_path):
+    host = blocking_host(tmp_path, backend_replies=[APT_FAILED])
+    r = run({"names": ["slurmd"], "start_services": False}, host)
+    assert r["failed"] is True and "No package matching" in r["msg"]
+    assert host.calls[-1][0] == "ansible.legacy.file" and not os.path.exists(host.policy)
+
+
+@pytest.mark.parametrize("why, args, check_mode, tool", [
+    ("nothing to install", {"names": ["munge"]}, False, dpkg(rc=0)),
+    ("check mode", {"names": ["slurmd"]}, True, None),
+    ("services may start", {"names": ["slurmd"], "start_services": True}, False, None)])
+def test_no_policy_is_written_when_there_is_nothing_to_block(tmp_path, why, args, check_mode, tool):
+    host = blocking_host(tmp_path, tool=tool)
+    run(dict({"start_services": False}, **args), host, check_mode=check_mode)
+    assert "ansible.legacy.command" not in [c[0] for c in host.calls], why
+    assert not os.path.exists(host.policy)
+
+
+def test_dnf_hosts_write_no_policy(tmp_path):
+    host = blocking_host(tmp_path, pkg_mgr="dnf")
+    run({"names": ["slurm-slurmd"], "start_services": False}, host, task_vars={"ansible_facts": {"pkg_mgr": "dnf"}})
+    assert [c[0] for c in host.calls] == ["ansible.legacy.dnf"]
+
+
+def test_a_policy_that_cannot_be_written_stops_before_the_package_manager(tmp_path):
+    host = blocking_host(tmp_path)
+    host.policy_fail = "ansible.legacy.command"
+    r = run({"names": ["slurmd"], "start_services": False}, host)
+    assert r["failed"] is True and "could not write /usr/sbin/policy-rc.d" in r["msg"] and "Read-only" in r["msg"]
+    assert host.managers() == []
+
+
+def test_a_policy_that_cannot_be_removed_fails_loudly(tmp_path):
+    host = blocking_host(tmp_path, backend_replies=[APT_INSTALLED])
+    host.policy_fail = "ansible.legacy.file"
+    with pytest.raises(AnsibleActionFail, match="was left on the host"):
+        run({"names": ["slurmd"], "start_services": False}, host)
+
+
+def test_allow_held_lets_apt_change_held_packages():
+    host = Host()
+    run({"names": ["slurmd=24.11.5-1"], "allow_held": True}, host)
+    assert host.managers() == [("ansible.legacy.apt", {"name": ["slurmd=24.11.5-1"], "state": "present",
+                                                       "allow_change_held_packages": True})]
+    assert "allow_change_held_packages" not in action.backend_args("dnf", ["x"], "present", allow_held=True)
