@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: ClusterForge developers
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Parsers for Slurm command output: ``scontrol show node``, ``sinfo``, node states and GRES strings.
+"""Parsers for Slurm command output: ``scontrol show node``, ``sinfo``, ``scontrol ping``, node states and GRES
+strings.
 
 Pure Python, standard library only. Values are returned as printed (strings); callers convert.
 """
@@ -20,6 +21,9 @@ _REST_OF_LINE_KEYS = ("Reason", "Comment", "Extra")
 _REASON_TAG_RE = re.compile(r"\[([^\]@\s]*)@([^\]\s]+)\]")
 _REASON_SPLIT_RE = re.compile(r"^(.*?)\s*\[([^\]@\s]*)@([^\]\s]+)\]\s*$", re.S)
 _NOT_FOUND_RE = re.compile(r"^\s*Node (\S+) not found\s*$", re.M)
+# One controller's line of `scontrol ping`, also the last lines of `scontrol show config`:
+# "Slurmctld(primary) at head01 is UP", "Slurmctld(backup) at head02 is DOWN".
+_PING_RE = re.compile(r"^\s*Slurmctld\(([^)]*)\) at (\S+) is (\S+)\s*$", re.M)
 
 
 def _parse_kv_line(line, rest_of_line_first):
@@ -90,6 +94,18 @@ def parse_scontrol_nodes(text):
             current[key] = value
             last_key = key
     return nodes
+
+
+def parse_ping(text):
+    """The controllers ``scontrol ping`` (or the end of ``scontrol show config``) reports, in its order:
+    ``[{"role": "primary", "host": "head01", "state": "UP"}]``."""
+    return [{"role": m.group(1), "host": m.group(2), "state": m.group(3)} for m in _PING_RE.finditer(text or "")]
+
+
+def controller_up(text):
+    """Whether a slurmctld serves the cluster: one of the controllers it reports is UP (the primary, or a backup
+    that took over)."""
+    return any(c["state"] == "UP" for c in parse_ping(text))
 
 
 def parse_not_found(text):

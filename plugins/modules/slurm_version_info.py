@@ -164,6 +164,11 @@ controller:
     answered:
       description: Whether slurmctld answered.
       type: bool
+    up:
+      description:
+        - Whether a controller it reports at the end of its answer (the lines of C(scontrol ping)) is C(UP), the
+          primary or a backup that took over.
+      type: bool
     version:
       description: The running slurmctld's version (C(SLURM_VERSION)).
       type: str
@@ -262,6 +267,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import To
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress
 from ansible_collections.clusterforge.gpu.plugins.module_utils.packages import installed_versions
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import (
+    controller_up,
     parse_not_found,
     parse_scontrol_nodes,
     state_flags,
@@ -368,9 +374,9 @@ class Reader(object):
         self.cmd.append(quote(scontrol.calls[-1]))
         values = parse_scontrol_config(out) if rc == 0 else {}
         if rc != 0 or "SLURM_VERSION" not in values:
-            return {"answered": False, "version": None, "state_save_location": None, "slurmd_timeout_seconds": None,
-                    "error": ((err or "") + " " + (out or "")).strip()[:500] or "rc=%s" % rc}
-        return {"answered": True, "version": values.get("SLURM_VERSION"),
+            return {"answered": False, "up": False, "version": None, "state_save_location": None,
+                    "slurmd_timeout_seconds": None, "error": ((err or "") + " " + (out or "")).strip()[:500] or "rc=%s" % rc}
+        return {"answered": True, "up": controller_up(out), "version": values.get("SLURM_VERSION"),
                 "state_save_location": values.get("StateSaveLocation"),
                 "slurmd_timeout_seconds": seconds(values.get("SlurmdTimeout")), "error": None}
 

@@ -221,3 +221,18 @@ def test_gres_count():
     assert gres_count("gpu:3g.40gb:8(S:0-1),gpu:2g.20gb:8(S:0-1),gpu:1g.10gb:16(S:0-1)") == 32
     assert gres_count("gpu:h100:8(S:0-1),shard:h100:64", name="shard") == 64
     assert gres_count("(null)") == 0
+
+
+# scontrol ping (Slurm 24.11), with a backup controller; the same lines end scontrol show config.
+PING = "Slurmctld(primary) at head01 is DOWN\nSlurmctld(backup) at head02 is UP\n"
+
+
+def test_parse_ping_reads_each_controller():
+    from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import controller_up, parse_ping
+    assert parse_ping(PING) == [{"role": "primary", "host": "head01", "state": "DOWN"},
+                                {"role": "backup", "host": "head02", "state": "UP"}]
+    assert controller_up(PING) is True
+    assert controller_up("Slurmctld(primary) at head01 is DOWN\n") is False
+    assert controller_up("") is False and parse_ping(None) == []
+    # a word UP elsewhere (a node's reason, a comment) is not a controller that is up
+    assert controller_up("Reason=link is UP again\n") is False

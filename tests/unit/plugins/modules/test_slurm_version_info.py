@@ -4,6 +4,8 @@
 """slurm_version_info against scripted dpkg-query / apt-cache / rpm / dnf / <daemon> -V / scontrol answers in the
 real tools' formats, and its judgement of an upgrade over several hosts' reads."""
 
+import sys
+
 import pytest
 
 from cf_module_helper import Tool, run_module
@@ -148,8 +150,9 @@ def test_debian_controller_read_in_one_call_per_tool():
     assert r["daemons"]["slurmctld"] == {"found": True, "path": "/usr/bin/slurmctld", "output": "slurm-wlm 22.05.8",
                                          "version": "22.05.8"}
     assert r["daemons"]["slurmd"]["found"] is False and r["daemons"]["slurmdbd"]["version"] is None
-    assert r["controller"] == {"answered": True, "version": "22.05.8", "state_save_location": "/var/lib/slurm/slurmctld",
-                               "slurmd_timeout_seconds": 300, "error": None}
+    assert r["controller"] == {"answered": True, "up": True, "version": "22.05.8",
+                               "state_save_location": "/var/lib/slurm/slurmctld", "slurmd_timeout_seconds": 300,
+                               "error": None}
     assert r["nodes_answered"] is True
     by = dict((n["name"], n) for n in r["nodes"])
     assert by["gpu01"] == {"name": "gpu01", "known": True, "version": "22.05.8", "state": "MIXED", "registered": True}
@@ -189,7 +192,19 @@ def test_a_controller_that_does_not_answer_is_reported_not_a_failure():
     r, dummy = run(Host(scontrol_up=False), controller=True, nodes="gpu01")
     assert not r.get("failed")
     assert r["controller"]["answered"] is False and "Unable to contact slurm controller" in r["controller"]["error"]
+    assert r["controller"]["up"] is False
     assert r["nodes_answered"] is False and r["nodes"][0]["known"] is False
+
+
+@pytest.mark.parametrize("ping, up", [
+    ("Slurmctld(primary) at head01 is DOWN\n", False),                                          # answered, not serving
+    ("Slurmctld(primary) at head01 is DOWN\nSlurmctld(backup) at head02 is UP\n", True),     # a backup took over
+    ("", False)])                                                                               # no status lines
+def test_the_controller_is_up_when_one_of_its_controllers_reports_up(monkeypatch, ping, up):
+    monkeypatch.setattr(sys.modules[__name__], "SHOW_CONFIG", SHOW_CONFIG.replace(
+        "Slurmctld(primary) at head01 is UP\n", ping))
+    r, dummy = run(Host(), controller=True)
+    assert r["controller"]["answered"] is True and r["controller"]["up"] is up
 
 
 def test_redhat_reads_rpm_and_dnf():
