@@ -103,9 +103,9 @@ def validation_html(report):
     return _call(_report.validation_html, report)
 
 
-def validation_node_verdicts(report, nodes, reason_prefix=None, required=None):
+def validation_node_verdicts(report, nodes, reason_prefix=None, required=None, loopback=True):
     """Each node's verdict from a validation_judge report; see validation_node_verdicts.yml."""
-    return _call(_judge.node_verdicts, report, nodes, reason_prefix, required)
+    return _call(_judge.node_verdicts, report, nodes, reason_prefix, required, loopback)
 
 
 def validation_loopback_plan(ib_port_info, hcas=None, base_port=_deep.DEFAULT_BASE_PORT, rate_gbps=None):

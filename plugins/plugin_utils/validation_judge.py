@@ -1082,8 +1082,9 @@ def _reason(text, limit):
     return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
 
 
-def node_verdicts(report, nodes, reason_prefix=None, required=None):
-    """Each node's verdict from a validation_judge report: see validation_node_verdicts.yml."""
+def node_verdicts(report, nodes, reason_prefix=None, required=None, loopback=True):
+    """Each node's verdict from a validation_judge report: see validation_node_verdicts.yml. Without ``required``
+    the checks are DEEP_REQUIRED_CHECKS, less ib.write_bw when ``loopback`` is false (no loopback was planned)."""
     if not _is_map(report) or not _is_list(report.get("checks")):
         raise ValidationError("validation_node_verdicts expects the report of validation_judge (a dict with checks)")
     if not _is_map(nodes):
@@ -1092,7 +1093,10 @@ def node_verdicts(report, nodes, reason_prefix=None, required=None):
     prefix = DEEP_REASON_PREFIX if reason_prefix is None else to_text(reason_prefix)
     if not prefix.strip():
         raise ValidationError("validation_node_verdicts: reason_prefix must not be empty (it would own every drain)")
-    required = DEEP_REQUIRED_CHECKS if required is None else required
+    if not isinstance(loopback, bool):
+        raise ValidationError("validation_node_verdicts: loopback must be true or false, got %r" % (loopback,))
+    if required is None:
+        required = DEEP_REQUIRED_CHECKS if loopback else [c for c in DEEP_REQUIRED_CHECKS if c != "ib.write_bw"]
     if not _is_list(required) or not all(isinstance(r, (str, bytes)) for r in required):
         raise ValidationError("validation_node_verdicts: required must be a list of check ids")
     checks = [c for c in report["checks"] if _is_map(c)]

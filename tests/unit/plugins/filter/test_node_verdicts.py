@@ -340,6 +340,18 @@ def test_missing_measurements_fail_and_are_named(healthy):
                                                                  "loopback_hcas": []}},
                                               None, ["gpu.count", "dcgm.diag", "nccl.single_node"])
     assert out["ok"] and out["resume"] == ["gpu02"]
+    # loopback=False (validate_deep_ib_loopback false, the deep_decide phase) is that same list, from the filter's own
+    # DEEP_REQUIRED_CHECKS; loopback=True is the default.
+    nodes = {"gpu02": {"drain": True, "reason": "cf-deep: x", "loopback_hcas": []}}
+    assert FILTERS["validation_node_verdicts"](report, nodes, loopback=False) == out
+    assert out["required"] == [c for c in DEEP_REQUIRED_CHECKS if c != "ib.write_bw"]
+    assert (FILTERS["validation_node_verdicts"](report, nodes, loopback=True)
+            == FILTERS["validation_node_verdicts"](report, nodes))
+    # An explicit required list wins over loopback.
+    assert FILTERS["validation_node_verdicts"](report, nodes, None, list(DEEP_REQUIRED_CHECKS), False)["required"] \
+        == list(DEEP_REQUIRED_CHECKS)
+    with pytest.raises(AnsibleFilterError, match="loopback must be true or false"):
+        FILTERS["validation_node_verdicts"](report, nodes, loopback="no")
 
 
 def test_another_failing_check_of_the_node_fails_it(healthy):
