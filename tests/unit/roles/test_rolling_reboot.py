@@ -226,8 +226,10 @@ def test_nothing_returns_the_node_to_service_before_the_gate_passed():
 # ---------------------------------------------------------------------------------------------------- resume
 
 def _resume(state, reason=None):
-    facts = _task("resume", "Note whether the drain on the node is this run's")["ansible.builtin.set_fact"]
-    tmpl = templar(__rolling_resume_node={"nodes": [node(state, reason)]})
+    task = _task("resume", "Note whether the drain on the node is this run's")
+    facts = task["ansible.builtin.set_fact"]
+    # the task's vars: whether the reason is this run's, decided once for both facts
+    tmpl = templar(__rolling_resume_node={"nodes": [node(state, reason)]}, **_trusted(task.get("vars", {})))
     return render(tmpl, facts["__rolling_resume_ours"]), render(tmpl, facts["__rolling_resume_theirs"])
 
 
