@@ -23,6 +23,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import held
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.playbook_output import (
     json_callback_document,
     plan_summary,
+    reboot_reasons,
     would_reboot,
 )
 
@@ -46,6 +47,11 @@ def rolling_plan_summary(doc):
 def rolling_would_reboot(targets, reboot_facts, markers=None):
     """{node: [why]} of the nodes to roll that would reboot (see rolling_would_reboot.yml)."""
     return would_reboot(targets, reboot_facts, markers)
+
+
+def rolling_reboot_why(host_vars, marker=False):
+    """Why this node needs a reboot (see rolling_reboot_why.yml)."""
+    return reboot_reasons(host_vars, marker)
 
 
 def run_reason_re(prefix, run_id):
@@ -116,4 +122,4 @@ class FilterModule(object):
     def filters(self):
         return {"rolling_plan_result": rolling_plan_result, "roll_adoption": roll_adoption,
                 "roll_adopt_refusal": roll_adopt_refusal, "rolling_plan_summary": rolling_plan_summary,
-                "rolling_would_reboot": rolling_would_reboot}
+                "rolling_would_reboot": rolling_would_reboot, "rolling_reboot_why": rolling_reboot_why}

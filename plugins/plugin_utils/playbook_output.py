@@ -33,11 +33,25 @@ def json_callback_document(stdout):
     return doc if isinstance(doc, dict) else {}
 
 
-# The facts the roles set where a node needs a reboot (common_os, nvidia_driver, bios), and the package manager's
-# marker that rolling_apply.yml reports in its check-mode run.
-REBOOT_FACTS = ("common_os_reboot_required", "nvidia_driver_reboot_required", "bios_reboot_required")
+# The facts the roles set where a node needs a reboot (common_os, nvidia_driver, bios), each with what it means, and
+# the package manager's marker, which rolling_apply.yml reports in its check-mode run.
+REBOOT_REASONS = (("common_os_reboot_required", "kernel parameters (common_os_reboot_required)"),
+                  ("nvidia_driver_reboot_required", "NVIDIA driver (nvidia_driver_reboot_required)"),
+                  ("bios_reboot_required", "BIOS settings pending on the BMC (bios_reboot_required)"))
+REBOOT_FACTS = tuple(fact for fact, dummy in REBOOT_REASONS)
 REBOOT_MARKER_FACT = "__rolling_apply_reboot_marker"
 REBOOT_MARKER = "/run/reboot-required"
+
+
+def reboot_reasons(facts, marker=False):
+    """Why a node needs a reboot, in REBOOT_REASONS' order: each reboot fact of ``facts`` (a host's variables) that
+    is true, read as Jinja's bool, then the package manager's marker where ``marker`` says it exists. The plan and
+    the apply phase both ask this function, so that what the plan says would reboot is what reboots."""
+    get = facts.get if hasattr(facts, "get") else {}.get
+    why = [label for fact, label in REBOOT_REASONS if boolean(get(fact, False), strict=False)]
+    if marker:
+        why.append(REBOOT_MARKER)
+    return why
 
 
 def _items(value):
@@ -86,10 +100,7 @@ def would_reboot(targets, reboot_facts, markers=None):
     out = {}
     for node in targets or []:
         facts = (reboot_facts or {}).get(node) or {}
-        why = [fact for fact, value in facts.items() if value and fact != REBOOT_MARKER_FACT]
-        marker = facts[REBOOT_MARKER_FACT] if REBOOT_MARKER_FACT in facts else found.get(node, False)
-        if marker:
-            why.append(REBOOT_MARKER)
+        why = reboot_reasons(facts, facts[REBOOT_MARKER_FACT] if REBOOT_MARKER_FACT in facts else found.get(node, False))
         if why:
             out[node] = why
     return out

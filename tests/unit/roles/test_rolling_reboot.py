@@ -115,12 +115,14 @@ def test_check_mode_reboots_nothing_and_says_what_would_reboot():
 
 def test_a_needed_reboot_is_refused_unless_rolling_reboot_ok_is_true():
     task = _task("apply", "A needed reboot that is not allowed stops the roll here")
-    why = _task("apply", "Decide whether the change needs a reboot, and why")["ansible.builtin.set_fact"]
-    tmpl = templar(__rolling_reboot_marker={"stat": {"exists": True}}, nvidia_driver_reboot_required=True)
-    assert render(tmpl, why["__rolling_reboot_why"]) == ["NVIDIA driver (nvidia_driver_reboot_required)",
-                                                         "/run/reboot-required"]
-    tmpl = templar(__rolling_reboot_marker={"stat": {"exists": False}})
-    assert render(tmpl, why["__rolling_reboot_why"]) == []
+    # why: the one function the plan's rolling_would_reboot also asks (the apply task runs it through ansible-playbook
+    # in the lab's rolling reboot test)
+    why = rolling_filters.FilterModule().filters()["rolling_reboot_why"]
+    assert why({"nvidia_driver_reboot_required": True, "common_os_reboot_required": "false"}, True) == [
+        "NVIDIA driver (nvidia_driver_reboot_required)", "/run/reboot-required"]
+    assert why({"bios_reboot_required": "yes", "common_os_reboot_required": True}, False) == [
+        "kernel parameters (common_os_reboot_required)", "BIOS settings pending on the BMC (bios_reboot_required)"]
+    assert why({}, False) == []
     for ok, stops in ((False, True), (True, False), ("true", True)):
         assert true(templar(__rolling_reboot_why=["x"], rolling_reboot_ok=ok), task["when"]) is stops
     assert true(templar(__rolling_reboot_why=[], rolling_reboot_ok=False), task["when"]) is False  # nothing to refuse
@@ -273,7 +275,8 @@ def test_the_plan_names_the_nodes_that_would_reboot_and_why():
     targets = ["gpu01", "gpu02", "gpu04"]
     # rolling_plan false: no check-mode run, the marker read from the controller, node by node
     would_reboot = filters["rolling_would_reboot"](targets, facts, markers)
-    assert would_reboot == {"gpu01": ["nvidia_driver_reboot_required"], "gpu02": ["/run/reboot-required"]}
+    assert would_reboot == {"gpu01": ["NVIDIA driver (nvidia_driver_reboot_required)"],
+                            "gpu02": ["/run/reboot-required"]}
     # with a plan: each node reported its marker in its own check-mode run (rolling_apply.yml), read with the other
     # reboot facts; the controller's loop was skipped
     plan_json["plays"][0]["tasks"].append(
@@ -292,7 +295,10 @@ def test_the_plan_names_the_nodes_that_would_reboot_and_why():
         assert true(templar(rolling_plan=plan), marker["when"]) is not plan
     apply_tasks = [t for play in load_yaml(ROOT, "playbooks", "rolling_apply.yml") for t in play.get("tasks", [])]
     (stat,) = [t for t in apply_tasks if t.get("ansible.builtin.stat")]
-    assert stat["ansible.builtin.stat"]["path"] == "/run/reboot-required"
+    # one marker: the playbook (which reads no role's files), the role's variable and the reasons' name of it
+    from ansible_collections.clusterforge.gpu.plugins.plugin_utils.playbook_output import REBOOT_MARKER
+    assert stat["ansible.builtin.stat"]["path"] == REBOOT_MARKER == _yaml(ROLE, "vars", "main.yml")[
+        "__rolling_reboot_marker_path"]
     for check_mode in (True, False):
         assert true(templar(ansible_check_mode=check_mode), stat["when"]) is check_mode
 
@@ -300,7 +306,7 @@ def test_the_plan_names_the_nodes_that_would_reboot_and_why():
     (report,) = [line for line in lines if "would reboot" in line]
     line = " ".join(render(templar(__rolling_would_reboot=would_reboot), report).split())
     assert line == ("would reboot through Slurm, kept drained (scontrol reboot): "
-                    "gpu01 (nvidia_driver_reboot_required), gpu02 (/run/reboot-required)")
+                    "gpu01 (NVIDIA driver (nvidia_driver_reboot_required)), gpu02 (/run/reboot-required)")
     line = " ".join(render(templar(__rolling_would_reboot={}, rolling_reboot_ok=False), report).split())
     assert line.startswith("need a reboot, which rolling_reboot_ok false does not allow") and line.endswith(": none")
 
@@ -400,7 +406,7 @@ def test_the_plan_reads_its_check_mode_run_beside_the_operators_callbacks(tmp_pa
     got = dict((k, json.loads((tmp_path / ("%s.json" % k)).read_text())) for k in stdouts)
     assert got["real"]["recap"] == {"localhost": {"changed": 0, "unreachable": 0, "failed": 0}}
     assert got["real"]["facts"] == {"localhost": {"nvidia_driver_reboot_required": True}}
-    assert got["real"]["would"] == {"localhost": ["nvidia_driver_reboot_required"]}
+    assert got["real"]["would"] == {"localhost": ["NVIDIA driver (nvidia_driver_reboot_required)"]}
     # a run that stopped before its callback wrote the document: no result, and the assert below names the nodes
     for key in ("empty", "error", "cut"):
         assert got[key] == {"recap": {}, "facts": {}, "would": {}}, key
