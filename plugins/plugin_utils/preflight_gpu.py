@@ -21,7 +21,12 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import hostengine_problem, socket_path_problem
+from ansible_collections.clusterforge.gpu.plugins.module_utils.dcgm import (
+    WATCH_LETTERS,
+    hostengine_problem,
+    socket_path_problem,
+    validate_watch_letters,
+)
 from ansible_collections.clusterforge.gpu.plugins.module_utils.gpu_settings import ROLE_NAMES, parse_setting
 from ansible_collections.clusterforge.gpu.plugins.module_utils.hardware import FABRIC_TYPES, GPU_MODELS, fabric_type
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.gpu_power import rack_plan
@@ -37,7 +42,6 @@ NAMES_SHOWN = 6
 BRANCH_RE = re.compile(r"^[0-9]{3}$")
 VERSION_RE = re.compile(r"^([0-9]{3})\.[0-9]{1,3}(\.[0-9]{1,3})?$")
 DCGM_VERSION_RE = re.compile(r"^([0-9]+)\.[0-9]+\.[0-9]+$")
-DCGM_WATCH_LETTERS = "pmitndx"
 DCGM_CUDA_MAJORS = (11, 12, 13)
 # CUDA 13 needs driver branch R580 or newer (NVIDIA's CUDA and drivers support matrix: R580 is the first branch
 # whose maximum CUDA major is 13; R535 and R570 stop at CUDA 12).
@@ -529,12 +533,11 @@ def _level_errors(host, name, value):
 def _watch_errors(host, name, value, allow_empty):
     if isinstance(value, str) and (value == "" and allow_empty):
         return []
-    if not isinstance(value, str) or not value or not (value == "a" or all(c in DCGM_WATCH_LETTERS for c in value)):
+    problem = validate_watch_letters(value) if isinstance(value, str) else "it is %s" % type_name(value)
+    if problem:
         return ["%s: %s: must be a (all watches) or letters of %s (p PCIe, m memory, i InfoROM, t thermal and power, "
-                "n NVLink, d driver, x NVSwitch) for dcgmi health -s, got %r"
-                % (host, name, " ".join(DCGM_WATCH_LETTERS), value)]
-    if len(set(value)) != len(value):
-        return ["%s: %s: a letter is given twice in %r" % (host, name, value)]
+                "n NVLink, d driver, x NVSwitch), each at most once, for dcgmi health -s; got %r: %s"
+                % (host, name, " ".join(WATCH_LETTERS), value, problem)]
     return []
 
 
