@@ -20,6 +20,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils.healthcheck import SLURM_REASONS
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import held_by_its_owner, state_flags
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.rolling_plan import role_fqcn
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.playbook_output import (
     json_callback_document,
     plan_summary,
@@ -52,6 +53,13 @@ def rolling_would_reboot(targets, reboot_facts, markers=None):
 def rolling_reboot_why(host_vars, marker=False):
     """Why this node needs a reboot (see rolling_reboot_why.yml)."""
     return reboot_reasons(host_vars, marker)
+
+
+def rolling_role_names(names):
+    """The roles of a roll as include_role takes them (see rolling_role_names.yml)."""
+    if names is None or isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+        raise AnsibleFilterError("rolling_role_names: expects a list of role names, got %r" % (names,))
+    return [role_fqcn(name) for name in names]
 
 
 def run_reason_re(prefix, run_id):
@@ -122,4 +130,5 @@ class FilterModule(object):
     def filters(self):
         return {"rolling_plan_result": rolling_plan_result, "roll_adoption": roll_adoption,
                 "roll_adopt_refusal": roll_adopt_refusal, "rolling_plan_summary": rolling_plan_summary,
-                "rolling_would_reboot": rolling_would_reboot, "rolling_reboot_why": rolling_reboot_why}
+                "rolling_would_reboot": rolling_would_reboot, "rolling_reboot_why": rolling_reboot_why,
+                "rolling_role_names": rolling_role_names}

@@ -44,6 +44,7 @@ from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common 
     spec_default,
 )
 from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, is_number, type_name
+from ansible_collections.clusterforge.gpu.plugins.plugin_utils.rolling_plan import COLLECTION, role_fqcn
 
 ROLE = "rolling"
 # Every variable the rolling role and playbooks/rolling_apply.yml read: the role's options and rolling_apply_hosts.
@@ -161,15 +162,11 @@ def _roles(value, inv):
                           % (index + 1, _show(entry), type_name(entry)))
             continue
         name = entry.strip()
-        if "." in name:
-            parts = name.split(".")
-            if len(parts) != 3 or parts[:2] != ["clusterforge", "gpu"]:
-                errors.append("'%s' is not a role of this collection: the rolling playbook rolls out the roles of "
-                              "clusterforge.gpu only (clusterforge.gpu.<role>, or the bare role name)" % name)
-                continue
-            role = parts[2]
-        else:
-            role = name
+        collection, dummy, role = role_fqcn(name).rpartition(".")
+        if collection != COLLECTION:
+            errors.append("'%s' is not a role of this collection: the rolling playbook rolls out the roles of "
+                          "%s only (%s.<role>, or the bare role name)" % (name, COLLECTION, COLLECTION))
+            continue
         if role not in known:
             errors.append("'%s' names no role of clusterforge.gpu (roles: %s)"
                           % (name, ", ".join(r for r in known if r not in NOT_A_CHANGE)))

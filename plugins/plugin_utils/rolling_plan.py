@@ -24,6 +24,16 @@ __metaclass__ = type
 
 import os
 
+# The collection whose roles a roll applies; a bare role name in rolling_roles is one of its roles.
+COLLECTION = "clusterforge.gpu"
+
+
+def role_fqcn(name):
+    """A role name of rolling_roles as include_role takes it: a bare name is this collection's role."""
+    name = str(name).strip()
+    return name if "." in name else "%s.%s" % (COLLECTION, name)
+
+
 # Environment variables of the child that carry a secret (vault secrets, prompted passwords).
 SECRET_ENV_PREFIX = "CF_ROLL_PLAN_SECRET_"
 # The check-mode run's own settings: its result is read as JSON (per-host stats and each failed task's message).

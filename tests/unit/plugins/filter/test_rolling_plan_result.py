@@ -72,3 +72,14 @@ def test_the_new_filters_are_documented_beside_the_file(name):
     with open(os.path.join(os.path.dirname(rolling.__file__), name + ".yml")) as f:
         doc = yaml.safe_load(f)
     assert doc["DOCUMENTATION"]["name"] == name and "clusterforge.gpu.%s" % name in doc["EXAMPLES"]
+
+
+def test_rolling_role_names_qualify_bare_names_as_preflight_reads_them():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.clusterforge.gpu.plugins.filter.rolling import FilterModule
+    names = FilterModule().filters()["rolling_role_names"]
+    assert names(["gpu_tuning", " clusterforge.gpu.nccl ", "other.coll.role"]) == [
+        "clusterforge.gpu.gpu_tuning", "clusterforge.gpu.nccl", "other.coll.role"]
+    assert names([]) == []
+    with pytest.raises(AnsibleFilterError):
+        names("gpu_tuning")
