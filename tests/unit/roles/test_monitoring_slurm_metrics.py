@@ -204,11 +204,16 @@ def test_the_role_installs_the_program_beside_the_collections_parser():
     with open(os.path.join(ROLE, "tasks", "config.yml")) as f:
         tasks = yaml.safe_load(f)
     (task,) = [t for t in tasks if t.get("name", "").startswith("Install the Slurm node-state program")]
-    items = {i["dest"]: i for i in task["loop"]}
+    templar = role_templar(ROOT, "monitoring", role_path=ROLE)
+    # the program's name is the basename of __monitoring_slurm_metrics_program, the path its unit runs
+    items = {templar.template(trust_as_template(i["dest"])): i for i in task["loop"]}
     # under the names the fixture `installed` gives them (the tests above run the program so, finding its parser)
     assert sorted(items) == ["clusterforge-slurm-metrics", "clusterforge_slurm.py"]
+    beside = "{{ __monitoring_libexec_dir }}/{{ __monitoring_slurm_metrics_program | basename }}"
+    assert templar.template(trust_as_template(beside)) == templar.template(
+        trust_as_template("{{ __monitoring_slurm_metrics_program }}"))
     # the parser is the collection's own, found from the role's path
-    src = role_templar(ROOT, "monitoring", role_path=ROLE).template(trust_as_template(items["clusterforge_slurm.py"]["src"]))
+    src = templar.template(trust_as_template(items["clusterforge_slurm.py"]["src"]))
     assert os.path.samefile(src, PARSER), src
     assert os.path.isfile(os.path.join(ROLE, "files", items["clusterforge-slurm-metrics"]["src"]))
     assert items["clusterforge-slurm-metrics"]["mode"] == "0755"
