@@ -525,6 +525,14 @@ def target_svname(target):
     return "%s-%s%04x" % (target.get("fsname") or "", kind, int(target.get("index") or 0))
 
 
+def target_mount_leaf(target):
+    """The directory a target mounts on under lustre_server_mount_root when it names no mountpoint: ``mgs``, or
+    ``<fsname>-<mdt|ost><index>`` (a combined MGS and MDT0 mounts as its MDT)."""
+    if target["type"] == "mgs":
+        return "mgs"
+    return "%s-%s%s" % (target.get("fsname", ""), target["type"].replace("mgs_", ""), target.get("index", 0))
+
+
 def check_targets(targets):
     """The problems of a target list (a list of str, empty when it is usable), before any device is read.
 

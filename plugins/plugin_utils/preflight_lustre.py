@@ -38,6 +38,7 @@ from ansible_collections.clusterforge.gpu.plugins.module_utils.lustre import (
     lnet_net_name,
     parse_extent,
     parse_size,
+    target_mount_leaf,
 )
 from ansible_collections.clusterforge.gpu.plugins.plugin_utils.preflight_common import _JinjaUndefined, is_host_name
 from ansible_collections.clusterforge.gpu.plugins.module_utils.values import is_int, type_name
@@ -758,13 +759,9 @@ class _Check(object):
         else:
             if not isinstance(root, str) or not rec["type"]:
                 return
-            if rec["type"] == "mgs":
-                leaf = "mgs"
-            elif rec["fsname"] is None or rec["index"] is None:
+            if rec["type"] != "mgs" and (rec["fsname"] is None or rec["index"] is None):
                 return
-            else:
-                leaf = "%s-%s%d" % (rec["fsname"], rec["type"].replace("mgs_", ""), rec["index"])
-            path = posixpath.normpath(root.rstrip("/") + "/" + leaf)
+            path = posixpath.normpath(root.rstrip("/") + "/" + target_mount_leaf(rec))
         if path in mounts:
             self.err(host, where + ".mountpoint", "%s is also the mount point of %s on this host: each target "
                      "needs its own" % (path, mounts[path]))
