@@ -1093,8 +1093,9 @@ def node_verdicts(report, nodes, reason_prefix=None, required=None, loopback=Tru
     prefix = DEEP_REASON_PREFIX if reason_prefix is None else to_text(reason_prefix)
     if not prefix.strip():
         raise ValidationError("validation_node_verdicts: reason_prefix must not be empty (it would own every drain)")
-    if not isinstance(loopback, bool):
-        raise ValidationError("validation_node_verdicts: loopback must be true or false, got %r" % (loopback,))
+    loopback = _bool(loopback, "loopback")  # as Ansible reads a boolean (a string from -e too)
+    if loopback is None:
+        loopback = True
     if required is None:
         required = DEEP_REQUIRED_CHECKS if loopback else [c for c in DEEP_REQUIRED_CHECKS if c != "ib.write_bw"]
     if not _is_list(required) or not all(isinstance(r, (str, bytes)) for r in required):
