@@ -39,8 +39,17 @@ options:
         RV(summary.drained_by_us) rather than in RV(summary.unavailable).
     type: str
     default: "cf-"
+  jobs:
+    description:
+      - Also list the jobs each node still runs (RV(nodes[].jobs)), read with one C(squeue) call for all the nodes;
+        what a drain waits for. Pending jobs are not listed.
+    type: bool
+    default: false
   scontrol_path:
     description: Path of C(scontrol). Default, looked up on E(PATH) and in the sbin directories.
+    type: path
+  squeue_path:
+    description: Path of C(squeue), used by O(jobs). Default, looked up on E(PATH).
     type: path
 seealso:
   - module: clusterforge.gpu.slurm_node
@@ -60,6 +69,15 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that: gpu_partition.summary.unavailable_percent <= 25
     fail_msg: "{{ gpu_partition.summary.unavailable_nodes | join(', ') }} already out of service"
+
+- name: Wait until gpu07's jobs have finished after a drain (the recap callback prints the jobs left every 30 s)
+  clusterforge.gpu.slurm_node_info:
+    nodes: gpu07
+    jobs: true
+  register: gpu07_state
+  until: not gpu07_state.nodes[0].draining
+  retries: 360
+  delay: 10
 """
 
 RETURN = r"""
@@ -133,6 +151,13 @@ nodes:
       description: The partitions of the node.
       type: list
       elements: str
+    jobs:
+      description:
+        - The jobs the node still runs (configuring, running, completing, suspended or stopped), by job id as
+          C(squeue) prints it (C(1234), C(1235_7) for an array task); only with O(jobs=true).
+      type: list
+      elements: str
+      sample: ["1234", "1235_7"]
 summary:
   description: Counts over RV(nodes).
   returned: always
@@ -162,18 +187,26 @@ summary:
       description: GPUs configured over all listed nodes.
       type: int
 cmd:
-  description: The command that was run.
+  description: The command that was run to read the nodes.
   returned: always
   type: str
   sample: /usr/bin/scontrol show node 'gpu[01-08]'
+jobs_cmd:
+  description: The C(squeue) command that listed the jobs.
+  returned: with O(jobs=true), when a node is listed
+  type: str
+  sample: /usr/bin/squeue -h -w 'gpu[01-08]' --states=CONFIGURING,RUNNING,COMPLETING,SUSPENDED,STOPPED -o '%i %N'
 """
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import ToolRunner, quote
+from ansible_collections.clusterforge.gpu.plugins.module_utils.hostlist import compress, expand
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm import gres_count, split_reason, state_flags
 from ansible_collections.clusterforge.gpu.plugins.module_utils.slurm_nodes import read_nodes, unique_names
 
+# The job states that hold a node: a drained node is DRAINED only once none of its jobs is in one of them.
+HOLDING_JOB_STATES = "CONFIGURING,RUNNING,COMPLETING,SUSPENDED,STOPPED"
 OUT_OF_SERVICE = ("DOWN", "FAIL", "FAILING", "MAINT", "FUTURE", "POWERED_DOWN", "UNKNOWN", "INVAL")
 
 
@@ -223,13 +256,33 @@ def summarise(entries):
     }
 
 
+def jobs_by_node(text, names):
+    """``squeue -h -o '%i %N'`` output -> {node: [job ids]} for ``names`` (a job of several nodes counts on each)."""
+    jobs = dict((name, []) for name in names)
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) != 2:
+            continue
+        job, nodelist = fields
+        try:
+            nodes = expand(nodelist)
+        except ValueError:
+            raise ValueError("squeue printed a node list that is not a hostlist: %r" % line)
+        for node in nodes:
+            if node in jobs and job not in jobs[node]:
+                jobs[node].append(job)
+    return jobs
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             nodes=dict(type="str"),
             partition=dict(type="str"),
             reason_prefix=dict(type="str", default="cf-"),
+            jobs=dict(type="bool", default=False),
             scontrol_path=dict(type="path"),
+            squeue_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -243,7 +296,22 @@ def main():
         module.fail_json(msg="cannot read the node states: %s" % e, cmd=quote(read_cmd))
     if params["partition"]:
         entries = [e for e in entries if params["partition"] in e["partitions"]]
-    module.exit_json(changed=False, nodes=entries, summary=summarise(entries), cmd=quote(read_cmd))
+    result = dict(changed=False, nodes=entries, summary=summarise(entries), cmd=quote(read_cmd))
+    if params["jobs"]:
+        listed = [e["name"] for e in entries]
+        by_node = dict((name, []) for name in listed)
+        if listed:
+            squeue = ToolRunner(module, "squeue", params["squeue_path"], option="squeue_path")
+            rc, out, err = squeue.run(["-h", "-w", compress(listed), "--states=%s" % HOLDING_JOB_STATES,
+                                       "-o", "%i %N"], what="squeue")
+            result["jobs_cmd"] = quote(squeue.calls[-1])
+            try:
+                by_node = jobs_by_node(out, listed)
+            except ValueError as e:
+                module.fail_json(msg="cannot read the jobs: %s" % e, cmd=result["jobs_cmd"])
+        for entry in entries:
+            entry["jobs"] = by_node[entry["name"]]
+    module.exit_json(**result)
 
 
 if __name__ == "__main__":

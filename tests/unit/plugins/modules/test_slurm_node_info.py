@@ -98,3 +98,35 @@ def test_registered_means_slurmd_answered_with_a_valid_registration():
     registered = [n["name"] for n in result["nodes"] if n["registered"]]
     # A drained node has registered; DOWN+NOT_RESPONDING, INVALID_REG, UNKNOWN and NOT_RESPONDING have not.
     assert registered == ["gpu01", "gpu02", "gpu03"]
+
+
+SQUEUE = "1201 gpu03\n1202_4 gpu[03-04]\n1203 gpu01\n"
+
+
+def answer_with_jobs(argv, data):
+    if argv[0].endswith("squeue"):
+        return 0, SQUEUE, ""
+    return answer(argv, data)
+
+
+def test_jobs_listed_per_node_with_one_squeue_call():
+    tool = Tool(answer_with_jobs)
+    result = run_module(slurm_node_info, {"nodes": "gpu[02-03],gpu01", "jobs": True}, tool)
+    assert tool.calls[1] == ["/usr/bin/squeue", "-h", "-w", "gpu[01-03]",
+                             "--states=CONFIGURING,RUNNING,COMPLETING,SUSPENDED,STOPPED", "-o", "%i %N"]
+    assert len(tool.calls) == 2
+    by = {n["name"]: n["jobs"] for n in result["nodes"]}
+    # A job of several nodes counts on each of them; a node of the list that runs nothing has none; gpu04 is not listed.
+    assert by == {"gpu01": ["1203"], "gpu02": [], "gpu03": ["1201", "1202_4"]}
+    assert "squeue" in result["jobs_cmd"]
+
+
+def test_jobs_not_read_unless_asked():
+    result, tool = run(nodes="gpu03")
+    assert len(tool.calls) == 1 and "jobs" not in result["nodes"][0] and "jobs_cmd" not in result
+
+
+def test_a_node_list_squeue_printed_that_is_not_a_hostlist_fails_naming_it():
+    tool = Tool(lambda argv, data: (0, "1201 gpu[03-\n", "") if argv[0].endswith("squeue") else answer(argv, data))
+    result = run_module(slurm_node_info, {"nodes": "gpu03", "jobs": True}, tool)
+    assert result["failed"] and "gpu[03-" in result["msg"]
