@@ -20,6 +20,12 @@ description:
     C(nvidia_driver_reboot_required) and C(bios_reboot_required)); the nodes this run drained and left drained, with
     their reason (every M(clusterforge.gpu.slurm_node) result), and those it resumed; the validation verdict and the
     report's path (the fact C(validate_verdict)); the hosts that failed or were unreachable."
+  - "While a task waits (a task with C(until) that Ansible retries: a drain waiting for jobs, an asynchronous DCGM
+    diagnostic or NCCL run), it prints a B(progress) line for the task at most every 30 seconds, and at least every 30
+    seconds when the task polls at least that often: how long it has waited, the hosts done, and what each host still
+    waits for (a node's Slurm state and the jobs it still runs, from M(clusterforge.gpu.slurm_node_info) with
+    O(clusterforge.gpu.slurm_node_info#module:jobs=true); C(running) for an asynchronous job). A wait shorter than 30
+    seconds prints nothing."
   - It reads only the results of the run's own tasks; it contacts nothing.
   - It prints nothing under a machine-readable stdout callback (C(ansible.posix.json), C(ansible.posix.jsonl)), whose
     output must stay one document.
@@ -28,6 +34,8 @@ description:
 requirements:
   - enable in configuration
 """
+
+import time
 
 from ansible import constants as C
 from ansible import context
@@ -40,6 +48,13 @@ REBOOT_FACTS = (
     ("bios_reboot_required", "BIOS settings pending on the BMC"),
 )
 SLURM_NODE_ACTIONS = ("clusterforge.gpu.slurm_node", "slurm_node")
+SLURM_NODE_INFO_ACTIONS = ("clusterforge.gpu.slurm_node_info", "slurm_node_info")
+ASYNC_STATUS_ACTIONS = ("ansible.builtin.async_status", "async_status")
+# At most one progress line per task in this many seconds, and one at least this often when the task polls more
+# often (issue 42: the operator of a wait of up to an hour hears from it every 30 s).
+PROGRESS_SECONDS = 30
+# Hosts named one by one in a progress line; beyond them, a count.
+PROGRESS_HOSTS_NAMED = 8
 # A failure's message in the recap: long enough for what the operator does next (the rolling hold's message ends with
 # the re-run command), cut at a word with " ..." beyond it.
 MESSAGE_MAX = 600
@@ -114,6 +129,96 @@ class Recap(object):
         return out
 
 
+def waiting_for(action, result):
+    """What one retried result still waits for, in words: each listed node's Slurm state and the jobs it runs (a drain
+    polled with slurm_node_info), "running" for an asynchronous job, else nothing."""
+    if action in SLURM_NODE_INFO_ACTIONS:
+        parts = []
+        for node in result.get("nodes") or []:
+            if not isinstance(node, dict) or node.get("drained"):
+                continue
+            jobs = node.get("jobs")
+            if jobs:
+                held = "job%s %s" % ("s" if len(jobs) > 1 else "", ", ".join(str(j) for j in jobs))
+            elif node.get("cpus_allocated"):
+                held = "%s CPUs allocated" % node["cpus_allocated"]
+            else:
+                held = ""
+            parts.append("%s %s%s" % (node.get("name"), node.get("state"), (", " + held) if held else ""))
+        return "; ".join(parts)
+    if action in ASYNC_STATUS_ACTIONS and result.get("started") and not result.get("finished"):
+        return "running"
+    return ""
+
+
+def duration(seconds):
+    """12 s, 4m05s, 1h02m."""
+    seconds = int(seconds)
+    if seconds < 60:
+        return "%d s" % seconds
+    if seconds < 3600:
+        return "%dm%02ds" % (seconds // 60, seconds % 60)
+    return "%dh%02dm" % (seconds // 3600, seconds % 3600 // 60)
+
+
+class Progress(object):
+    """Progress lines for tasks that wait (no Ansible objects: unit-tested with a clock of its own).
+
+    Per task: when it started, the hosts done, and what each host still waiting was last seen waiting for. A line is
+    due on a retry once PROGRESS_SECONDS have passed since the task started or since its last line, or earlier when
+    the next retry (``delay`` seconds away) would come later than that.
+    """
+
+    def __init__(self, clock=time.monotonic, every=PROGRESS_SECONDS):
+        self.clock = clock
+        self.every = every
+        self.tasks = {}
+
+    def start(self, task_id):
+        self.tasks[task_id] = {"start": self.clock(), "last": None, "done": [], "waiting": {}}
+
+    def _task(self, task_id):
+        if task_id not in self.tasks:
+            self.start(task_id)
+        return self.tasks[task_id]
+
+    def done(self, task_id, host):
+        """A host's final result of the task (ok, failed, skipped or unreachable)."""
+        task = self.tasks.get(task_id)
+        if task is None:
+            return
+        task["waiting"].pop(host, None)
+        if host not in task["done"]:
+            task["done"].append(host)
+
+    def retry(self, task_id, name, host, action, result, delay=0):
+        """A host's retried result; returns the progress line when one is due, else None."""
+        task = self._task(task_id)
+        task["waiting"][host] = waiting_for(action, result)
+        now = self.clock()
+        since = task["last"] if task["last"] is not None else task["start"]
+        # One second of slack: a task that polls every 30 s prints on each poll, not on every other one.
+        if now - since < self.every - 1 and now + max(0, delay) - since <= self.every:
+            return None
+        task["last"] = now
+        return self.line(task, name, now)
+
+    def line(self, task, name, now):
+        done, waiting = task["done"], task["waiting"]
+        total = len(done) + len(waiting)
+        hosts = sorted(waiting)
+        named = []
+        for host in hosts[:PROGRESS_HOSTS_NAMED]:
+            what = waiting[host]
+            if what.startswith(host + " "):  # a node read about itself (the drain of the node the task runs for)
+                what = what[len(host) + 1:]
+            named.append("%s (%s)" % (host, what) if what else host)
+        if len(hosts) > PROGRESS_HOSTS_NAMED:
+            named.append("and %d more" % (len(hosts) - PROGRESS_HOSTS_NAMED))
+        return "progress after %s: %s: %d of %d host%s done; waiting for %s" % (
+            duration(now - task["start"]), name, len(done), total, "" if total == 1 else "s", ", ".join(named))
+
+
 def machine_readable(stdout_callback):
     """Whether the run's stdout callback writes a document for programs (json, jsonl), which a recap would break."""
     name = str(stdout_callback or "").rsplit(".", 1)[-1]
@@ -135,22 +240,47 @@ class CallbackModule(CallbackBase):
     def __init__(self, display=None, options=None):
         super(CallbackModule, self).__init__(display=display, options=options)
         self.recap = Recap()
+        self.progress = Progress()
+
+    def _done(self, result):
+        self.progress.done(result._task._uuid, result._host.get_name())
 
     def _ok(self, result):
         self.recap.result(result._host.get_name(), result._task.action, result._result, result._task.get_name())
 
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self.progress.start(task._uuid)
+
     def v2_runner_on_ok(self, result):
+        self._done(result)
         self._ok(result)
 
     def v2_runner_item_on_ok(self, result):
         self._ok(result)
 
+    def v2_runner_on_skipped(self, result):
+        self._done(result)
+
     def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._done(result)
         if not ignore_errors:
             self.recap.failure(result._host.get_name(), result._result, result._task.get_name())
 
     def v2_runner_on_unreachable(self, result):
+        self._done(result)
         self.recap.failure(result._host.get_name(), result._result, result._task.get_name(), unreachable=True)
+
+    def v2_runner_retry(self, result):
+        if machine_readable(C.DEFAULT_STDOUT_CALLBACK):
+            return
+        try:
+            delay = int(result._task.delay or 0)
+        except (TypeError, ValueError):
+            delay = 0
+        line = self.progress.retry(result._task._uuid, result._task.get_name(), result._host.get_name(),
+                                   result._task.action, result._result, delay)
+        if line:
+            self._display.display(line)
 
     def v2_playbook_on_stats(self, stats):
         if machine_readable(C.DEFAULT_STDOUT_CALLBACK):

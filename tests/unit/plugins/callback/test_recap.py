@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from ansible_collections.clusterforge.gpu.plugins.callback.recap import Recap, machine_readable
+from ansible_collections.clusterforge.gpu.plugins.callback.recap import Progress, Recap, duration, machine_readable, waiting_for
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 BIN = os.path.join(ROOT, ".venv", "bin")
@@ -114,3 +114,104 @@ def test_the_recap_is_printed_after_a_run_that_stopped(tmp_path):
     assert "nodes needing a reboot: localhost (NVIDIA driver)" in recap[1]
     assert "failed: localhost at The run stops here: the gate failed" in recap[1]
     assert "handled" not in recap[1] and out.index("PLAY RECAP") < out.index("CLUSTERFORGE RECAP")
+
+
+class Clock(object):
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+DRAINING = {"nodes": [{"name": "gpu01", "state": "MIXED+DRAIN", "drained": False, "jobs": ["17", "18"],
+                       "cpus_allocated": 64}]}
+
+
+def test_a_drain_wait_prints_the_jobs_left_every_30_seconds_and_a_short_wait_nothing():
+    clock = Clock()
+    p = Progress(clock=clock)
+    p.start("t1")
+    lines = []
+    # Polled every 10 s: the first line once 30 s have passed, then one every 30 s, never one per poll.
+    for second in range(10, 100, 10):
+        clock.now = 1000.0 + second
+        lines.append((second, p.retry("t1", "Wait for the drain", "gpu01", "clusterforge.gpu.slurm_node_info",
+                                      DRAINING, delay=10)))
+    printed = [(s, line) for s, line in lines if line]
+    assert [s for s, _ in printed] == [30, 60, 90]
+    assert printed[0][1] == ("progress after 30 s: Wait for the drain: 0 of 1 host done; "
+                             "waiting for gpu01 (MIXED+DRAIN, jobs 17, 18)")
+    # A wait that ends before 30 s prints nothing.
+    p.start("t2")
+    clock.now += 5
+    assert p.retry("t2", "Short", "gpu01", "clusterforge.gpu.slurm_node_info", DRAINING, delay=10) is None
+
+
+def test_a_task_that_polls_every_30_seconds_prints_on_each_poll_and_names_the_hosts_done():
+    clock = Clock()
+    p = Progress(clock=clock)
+    p.start("dcgm")
+    running = {"started": 1, "finished": 0, "ansible_job_id": "j1"}
+    clock.now += 30.4
+    line = p.retry("dcgm", "Deep | wait for the DCGM diagnostic", "gpu02", "ansible.builtin.async_status", running, 30)
+    assert line == "progress after 30 s: Deep | wait for the DCGM diagnostic: 0 of 1 host done; waiting for gpu02 (running)"
+    # gpu01 finished; gpu03's retry comes right after gpu02's: one line per round, not one per host.
+    p.done("dcgm", "gpu01")
+    assert p.retry("dcgm", "Deep | wait for the DCGM diagnostic", "gpu03", "async_status", running, 30) is None
+    clock.now += 30.1
+    line = p.retry("dcgm", "Deep | wait for the DCGM diagnostic", "gpu02", "async_status", running, 30)
+    assert line.endswith("1 of 3 hosts done; waiting for gpu02 (running), gpu03 (running)"), line
+    assert line.startswith("progress after 1m00s: ")
+
+
+def test_many_waiting_hosts_are_counted_beyond_eight_and_a_drained_node_is_not_waited_for():
+    clock = Clock()
+    p = Progress(clock=clock)
+    p.start("t")
+    for i in range(1, 12):
+        p.retry("t", "Wait", "gpu%02d" % i, "async_status", {"started": 1, "finished": 0})
+    clock.now += 40
+    line = p.retry("t", "Wait", "gpu12", "async_status", {"started": 1, "finished": 0})
+    assert line.endswith("gpu08 (running), and 4 more"), line
+    assert waiting_for("slurm_node_info", {"nodes": [{"name": "gpu01", "state": "IDLE+DRAIN", "drained": True},
+                                                     {"name": "gpu02", "state": "ALLOCATED+DRAIN", "drained": False,
+                                                      "cpus_allocated": 8}]}) == "gpu02 ALLOCATED+DRAIN, 8 CPUs allocated"
+    assert duration(3725) == "1h02m" and duration(65) == "1m05s"
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(BIN, "ansible-playbook")), reason="ansible-playbook not in the venv")
+def test_a_real_wait_in_the_background_prints_its_progress_every_30_seconds(tmp_path):
+    """Ansible's own events (the task's start, each retry with its delay) reach the progress lines: a job of 40 s in
+    the background polled every 4 s prints one line at about 30 s, naming the host still running."""
+    play = tmp_path / "play.yml"
+    play.write_text("""---
+- name: A long wait
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Start the long job
+      ansible.builtin.command: sleep 40
+      async: 120
+      poll: 0
+      register: job
+      changed_when: false
+    - name: Wait for the long job
+      ansible.builtin.async_status:
+        jid: "{{ job.ansible_job_id }}"
+      register: done
+      until: done.finished
+      retries: 30
+      delay: 4
+""")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "tests", "lab", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
+                          env=env, capture_output=True, text=True, timeout=180, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    lines = [line for line in out.splitlines() if line.startswith("progress after ")]
+    assert len(lines) == 1, out
+    assert lines[0].endswith(": Wait for the long job: 0 of 1 host done; waiting for localhost (running)"), lines
+    assert lines[0].startswith(("progress after 28 s", "progress after 29 s", "progress after 3")), lines
