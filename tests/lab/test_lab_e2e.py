@@ -290,9 +290,15 @@ def test_rolling_change_drains_only_what_changes_and_kills_no_job(converged, tmp
     job = held_job("gpu01", ROLL_RELEASE, "cf-roll-job")
     before_gpu02 = power_limits("gpu02")
 
+    # Released once gpu01 has been draining for 35 s: long enough for the drain wait to report its progress (the
+    # recap callback prints the node's state and the jobs it still runs at most every 30 s, the first after 30 s).
+    draining_since = []
+
     def release_when_draining(snap):
         if snap.get("gpu01", ("", ""))[0] == "drng" and snap["gpu01"][1].startswith("cf-roll:"):
-            podman_exec("gpu01", "touch", ROLL_RELEASE)
+            draining_since.append(time.monotonic())
+            if time.monotonic() - draining_since[0] >= 35:
+                podman_exec("gpu01", "touch", ROLL_RELEASE)
 
     try:
         with Monitor(on_snapshot=release_when_draining) as mon:
@@ -301,6 +307,10 @@ def test_rolling_change_drains_only_what_changes_and_kills_no_job(converged, tmp
         podman_exec("gpu01", "touch", ROLL_RELEASE)  # never leave the job behind
     assert rc == 0, out
     assert "held by someone else, drained, DOWN or FAIL (left alone, never resumed): gpu02" in out
+    # While the drain waited, the run said what it waited for: gpu01's state and the job it still ran.
+    progress = re.findall(r"^progress after .*: Wait until its jobs have finished .*$", out, re.M)
+    print("\n".join(progress))  # for the record (pytest -s shows it)
+    assert any("waiting for gpu01 (" in line and "job %s)" % job in line for line in progress), out[-3000:]
     # The job that ran on gpu01 when the roll started finished normally: the drain waited for it.
     assert wait_for_job(job, ("COMPLETED", "FAILED", "CANCELLED", "NODE_FAIL", "TIMEOUT")) == "COMPLETED"
     assert any(snap["gpu01"][0] == "drng" and snap["gpu01"][1].startswith("cf-roll:") for snap in mon.snapshots), \
