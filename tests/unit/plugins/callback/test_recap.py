@@ -12,6 +12,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.d
 BIN = os.path.join(ROOT, ".venv", "bin")
 
 
+def run_play(play, timeout):
+    """ansible-playbook on localhost with the lab's ansible.cfg (the recap callback enabled); (process, output)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "tests", "lab", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                           "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
+                          env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    return proc, proc.stdout + proc.stderr
+
+
 def test_reboots_held_and_resumed_nodes_verdict_and_failures():
     r = Recap()
     r.result("gpu01", "ansible.builtin.set_fact",
@@ -102,12 +112,7 @@ def test_the_recap_is_printed_after_a_run_that_stopped(tmp_path):
       ansible.builtin.debug:
         msg: unreachable code
 """)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "tests", "lab", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                           "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
-                          env=env, capture_output=True, text=True, timeout=120, check=False)
-    out = proc.stdout + proc.stderr
+    proc, out = run_play(play, 120)
     assert proc.returncode != 0, out
     recap = out.split("CLUSTERFORGE RECAP", 1)
     assert len(recap) == 2, out
@@ -204,12 +209,7 @@ def test_a_real_wait_in_the_background_prints_its_progress_every_30_seconds(tmp_
       retries: 30
       delay: 4
 """)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "tests", "lab", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"))
-    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-i", "localhost,", "-c", "local",
-                           "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
-                          env=env, capture_output=True, text=True, timeout=180, check=False)
-    out = proc.stdout + proc.stderr
+    proc, out = run_play(play, 180)
     assert proc.returncode == 0, out
     lines = [line for line in out.splitlines() if line.startswith("progress after ")]
     assert len(lines) == 1, out
