@@ -23,9 +23,10 @@ description:
   - "While a task waits (a task with C(until) that Ansible retries: a drain waiting for jobs, an asynchronous DCGM
     diagnostic or NCCL run), it prints a B(progress) line for the task at most every 30 seconds, and at least every 30
     seconds when the task polls at least that often: how long it has waited, the hosts done, and what each host still
-    waits for (a node's Slurm state and the jobs it still runs, from M(clusterforge.gpu.slurm_node_info) with
-    O(clusterforge.gpu.slurm_node_info#module:jobs=true); C(running) for an asynchronous job). A wait shorter than 30
-    seconds prints nothing."
+    waits for (what a job in the background says of itself through M(clusterforge.gpu.async_progress); a node's Slurm
+    state and the jobs it still runs, from M(clusterforge.gpu.slurm_node_info) with
+    O(clusterforge.gpu.slurm_node_info#module:jobs=true); C(running) for another job in the background). A wait
+    shorter than 30 seconds prints nothing."
   - It reads only the results of the run's own tasks; it contacts nothing.
   - It prints nothing under a machine-readable stdout callback (C(ansible.posix.json), C(ansible.posix.jsonl)), whose
     output must stay one document.
@@ -50,6 +51,7 @@ REBOOT_FACTS = (
 SLURM_NODE_ACTIONS = ("clusterforge.gpu.slurm_node", "slurm_node")
 SLURM_NODE_INFO_ACTIONS = ("clusterforge.gpu.slurm_node_info", "slurm_node_info")
 ASYNC_STATUS_ACTIONS = ("ansible.builtin.async_status", "async_status")
+ASYNC_PROGRESS_ACTIONS = ("clusterforge.gpu.async_progress", "async_progress")
 # At most one progress line per task in this many seconds, and one at least this often when the task polls more
 # often (issue 42: the operator of a wait of up to an hour hears from it every 30 s).
 PROGRESS_SECONDS = 30
@@ -130,8 +132,11 @@ class Recap(object):
 
 
 def waiting_for(action, result):
-    """What one retried result still waits for, in words: each listed node's Slurm state and the jobs it runs (a drain
-    polled with slurm_node_info), "running" for an asynchronous job, else nothing."""
+    """What one retried result still waits for, in words: what the job says of itself (clusterforge.gpu.async_progress's
+    ``progress``), each listed node's Slurm state and the jobs it runs (a drain polled with slurm_node_info), "running"
+    for an asynchronous job, else nothing."""
+    if isinstance(result.get("progress"), str) and result["progress"].strip():
+        return " ".join(result["progress"].split())
     if action in SLURM_NODE_INFO_ACTIONS:
         parts = []
         for node in result.get("nodes") or []:
@@ -146,7 +151,7 @@ def waiting_for(action, result):
                 held = ""
             parts.append("%s %s%s" % (node.get("name"), node.get("state"), (", " + held) if held else ""))
         return "; ".join(parts)
-    if action in ASYNC_STATUS_ACTIONS and result.get("started") and not result.get("finished"):
+    if action in ASYNC_STATUS_ACTIONS + ASYNC_PROGRESS_ACTIONS and result.get("started") and not result.get("finished"):
         return "running"
     return ""
 

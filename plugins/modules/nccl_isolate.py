@@ -126,6 +126,14 @@ options:
     description: The nccl-tests program on the nodes, a name on their E(PATH) or a path.
     type: str
     default: all_reduce_perf
+  progress_file:
+    description:
+      - Where the search says how far it is, for a run in the background (C(async)) polled with
+        M(clusterforge.gpu.async_progress). Before each round it writes the NCCL runs done, how many passed, and the
+        round now running; the file is removed when the module ends.
+      - Its directory is opened without following a symbolic link, created root-owned 0700 when missing, and must be
+        owned by root and writable by no one else (C(/run/clusterforge) for example); the module fails otherwise.
+    type: path
 notes:
   - Each run asks for whole nodes (C(--exclusive)); run it when the nodes are idle, as the validation does.
 seealso:
@@ -262,6 +270,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.clusterforge.gpu.plugins.module_utils._runner import C_LOCALE, find_tool, quote
 from ansible_collections.clusterforge.gpu.plugins.module_utils.fabric_rounds import run_concurrently
 from ansible_collections.clusterforge.gpu.plugins.module_utils.nccl_bisect import isolate
+from ansible_collections.clusterforge.gpu.plugins.module_utils.progress import ProgressFile
+from ansible_collections.clusterforge.gpu.plugins.module_utils.safe_paths import UnsafeDirectory
 from ansible_collections.clusterforge.gpu.plugins.module_utils.nccl_tests import (
     OVERRUN_SECONDS,
     all_reduce_argv,
@@ -312,6 +322,7 @@ def main():
             max_tournament=dict(type="int", default=16),
             srun_path=dict(type="path"),
             all_reduce_perf=dict(type="str", default="all_reduce_perf"),
+            progress_file=dict(type="path"),
         ),
         required_one_of=[("min_busbw_gbps", "thresholds")],
         mutually_exclusive=[("min_busbw_gbps", "thresholds")],
@@ -367,12 +378,30 @@ def main():
     env.update(C_LOCALE)
     timeout = p["time_limit_minutes"] * 60 + p["immediate_seconds"] + OVERRUN_SECONDS
 
-    def run_round(node_sets):
-        runs = run_concurrently([argv_of(s) for s in node_sets], timeout, max_concurrent=p["max_concurrent"], env=env)
-        return [run_result(r["rc"], r["stdout"], quote(r["argv"]), r["timed_out"], r["stderr"], timeout) for r in runs]
+    try:
+        progress = ProgressFile(p["progress_file"])
+    except (UnsafeDirectory, OSError) as e:
+        module.fail_json(msg="progress_file: %s" % e)
+    done = {"rounds": 0, "runs": 0, "passed": 0}
 
-    found = isolate(nodes, run_round, passes, first=first, max_failing_sets=p["max_failing_sets"],
-                    max_tournament=p["max_tournament"])
+    def run_round(node_sets):
+        progress.write("NCCL runs done: %d (%d passed) in %d rounds; round %d running: %d run%s of %s nodes"
+                       % (done["runs"], done["passed"], done["rounds"], done["rounds"] + 1, len(node_sets),
+                          "" if len(node_sets) == 1 else "s",
+                          "/".join(sorted(set(str(len(s)) for s in node_sets), key=int))))
+        runs = run_concurrently([argv_of(s) for s in node_sets], timeout, max_concurrent=p["max_concurrent"], env=env)
+        results = [run_result(r["rc"], r["stdout"], quote(r["argv"]), r["timed_out"], r["stderr"], timeout)
+                   for r in runs]
+        done["rounds"] += 1
+        done["runs"] += len(results)
+        done["passed"] += sum(1 for r in results if passes(r))
+        return results
+
+    try:
+        found = isolate(nodes, run_round, passes, first=first, max_failing_sets=p["max_failing_sets"],
+                        max_tournament=p["max_tournament"])
+    finally:
+        progress.close()
 
     def flat(entry):
         out = {"round": entry["round"], "nodes": entry["nodes"], "passed": entry["passed"]}

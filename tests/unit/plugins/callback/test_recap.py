@@ -219,3 +219,10 @@ def test_a_real_wait_in_the_background_prints_its_progress_every_30_seconds(tmp_
     # 30 s plus one poll's own time (more on a loaded machine).
     waited = int(re.match(r"progress after (\d+) s: ", lines[0]).group(1))
     assert 26 <= waited <= 36, lines
+
+
+def test_what_a_job_says_of_itself_comes_first():
+    said = {"started": True, "finished": False, "progress": "NCCL runs done: 2 (1 passed) in 1 rounds;\n round 2"}
+    assert waiting_for("clusterforge.gpu.async_progress", said) == "NCCL runs done: 2 (1 passed) in 1 rounds; round 2"
+    # Nothing written yet: a job in the background still runs.
+    assert waiting_for("clusterforge.gpu.async_progress", dict(said, progress="")) == "running"

@@ -16,8 +16,10 @@ FAKE_SRUN = r'''
 import json, os, sys, time
 args = sys.argv[1:]
 nodes = args[args.index("-w") + 1].split(",")
+progress = os.environ.get("FAKE_PROGRESS")
 with open(os.environ["FAKE_SRUN_LOG"], "a") as f:
-    f.write(json.dumps({"argv": args, "nodes": nodes, "start": time.time()}) + "\n")
+    f.write(json.dumps({"argv": args, "nodes": nodes, "start": time.time(),
+                        "progress": open(progress).read() if progress and os.path.exists(progress) else None}) + "\n")
 time.sleep(float(os.environ.get("FAKE_SRUN_SECONDS", "0")))
 bad = set(n for n in os.environ.get("FAKE_BAD_NODES", "").split(",") if n)
 pairs = [set(p.split("+")) for p in os.environ.get("FAKE_BAD_PAIRS", "").split(",") if p]
@@ -55,7 +57,7 @@ print("# Collective test concluded: all_reduce_perf")
 def fake(tmp_path, monkeypatch):
     install_fake(tmp_path, monkeypatch, "srun", FAKE_SRUN)
     monkeypatch.setenv("FAKE_SRUN_LOG", str(tmp_path / "log"))
-    for key in ("FAKE_BAD_NODES", "FAKE_BAD_PAIRS", "FAKE_SRUN_SECONDS", "FAKE_DOWN_NODES"):
+    for key in ("FAKE_BAD_NODES", "FAKE_BAD_PAIRS", "FAKE_SRUN_SECONDS", "FAKE_DOWN_NODES", "FAKE_PROGRESS"):
         monkeypatch.delenv(key, raising=False)
     return tmp_path
 
@@ -158,3 +160,30 @@ def test_argument_errors(fake):
     out = run({"nodes": NODES, "thresholds": {"nccl_min_fracton": 0.5}})
     assert out["failed"] and out["msg"].startswith("thresholds: validation_judge: unknown threshold key(s) "
                                                    "nccl_min_fracton")
+
+
+def test_the_search_says_how_far_it_is_in_its_progress_file_and_removes_it_at_the_end(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_BAD_NODES", "gpu06")
+    progress = fake / "run" / "clusterforge" / "isolate.json"
+    (fake / "run").mkdir(mode=0o755)
+    monkeypatch.setenv("FAKE_PROGRESS", str(progress))
+    rc, stdout = all_nodes_run(fake, monkeypatch)
+    out = run({"nodes": NODES, "min_busbw_gbps": 300, "all_nodes_rc": rc, "all_nodes_stdout": stdout,
+               "progress_file": str(progress)})
+    assert out["culprits"] == ["gpu06"], out
+    seen = [json.loads(c["progress"])["progress"] for c in calls(fake)]
+    # What each srun of the search could have been reported with: the runs done so far and the round running.
+    assert seen[0] == "NCCL runs done: 0 (0 passed) in 0 rounds; round 1 running: 2 runs of 4 nodes"
+    assert seen[2] == "NCCL runs done: 2 (1 passed) in 1 rounds; round 2 running: 2 runs of 2 nodes"
+    assert seen[-1].startswith("NCCL runs done: 4 (") and "round 3 running" in seen[-1]
+    assert not progress.exists()
+    assert oct((fake / "run" / "clusterforge").stat().st_mode & 0o777) == "0o700"
+
+
+def test_a_progress_file_in_a_directory_others_may_write_is_refused_before_any_run(fake, monkeypatch):
+    shared = fake / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    out = run({"nodes": NODES, "min_busbw_gbps": 300, "progress_file": str(shared / "isolate.json")})
+    assert out["failed"] and out["msg"].startswith("progress_file: ") and "writable by others" in out["msg"], out
+    assert calls(fake) == []
