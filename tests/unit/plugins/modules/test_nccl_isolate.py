@@ -6,11 +6,18 @@ nccl-tests' layout (its own numbers): slow when a node of FAKE_BAD_NODES or both
 are in the set."""
 
 import json
+import os
+import re
+import subprocess
+import sys
 
 import pytest
 
 from ansible_collections.clusterforge.gpu.plugins.modules import nccl_isolate
 from cf_module_helper import install_fake, run_main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+BIN = os.path.join(ROOT, ".venv", "bin")
 
 FAKE_SRUN = r'''
 import json, os, sys, time
@@ -187,3 +194,60 @@ def test_a_progress_file_in_a_directory_others_may_write_is_refused_before_any_r
     out = run({"nodes": NODES, "min_busbw_gbps": 300, "progress_file": str(shared / "isolate.json")})
     assert out["failed"] and out["msg"].startswith("progress_file: ") and "writable by others" in out["msg"], out
     assert calls(fake) == []
+
+
+SEARCH_PLAY = """---
+- name: The validation's NCCL search in the background, as the validate role runs it
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Search (in the background)
+      clusterforge.gpu.nccl_isolate:
+        nodes: [gpu01, gpu02, gpu03, gpu04, gpu05, gpu06, gpu07, gpu08]
+        min_busbw_gbps: 300
+        progress_file: "@DIR@/run/clusterforge/isolate.json"
+      async: 300
+      poll: 0
+      register: job
+    - name: Wait for the search
+      clusterforge.gpu.async_progress:
+        jid: "{{ job.ansible_job_id }}"
+        progress_file: "@DIR@/run/clusterforge/isolate.json"
+      register: search
+      until: search.finished
+      retries: 100
+      delay: 1
+    - name: Keep the result
+      ansible.builtin.copy:
+        content: "{{ search | to_json }}"
+        dest: "@DIR@/search.json"
+        mode: "0600"
+"""
+
+
+@pytest.mark.skipif(not os.path.exists(os.path.join(BIN, "ansible-playbook")), reason="ansible-playbook not in the venv")
+def test_in_the_background_the_search_reports_its_runs_and_its_result(fake):
+    """As the validate role runs it: in the background, waited for with clusterforge.gpu.async_progress (the fake
+    srun's runs take 2 s, gpu06 is slow). The retried results carry the search's own progress, the finished one the
+    culprit."""
+    tmp_path = fake
+    (tmp_path / "run").mkdir(mode=0o755)
+    play = tmp_path / "play.yml"
+    play.write_text(SEARCH_PLAY.replace("@DIR@", str(tmp_path)))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "tests", "lab", "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, ".cache", "collections"), FAKE_SRUN_SECONDS="2",
+               FAKE_BAD_NODES="gpu06", ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+               ANSIBLE_DISPLAY_OK_HOSTS="1")
+    proc = subprocess.run([os.path.join(BIN, "ansible-playbook"), "-vvv", "-i", "localhost,", "-c", "local",
+                           "-e", "ansible_python_interpreter=" + sys.executable, str(play)],
+                          env=env, capture_output=True, text=True, timeout=240, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    search = json.loads((tmp_path / "search.json").read_text())
+    assert search["finished"] is True and search["culprits"] == ["gpu06"], search
+    # The retries Ansible printed (-vvv: with their results) carry what the search said of itself while it ran.
+    said = re.findall(r'"progress": "(NCCL runs done: [^"]*)"', out)
+    # No run across all nodes was given: the search starts with it.
+    assert said and said[0] == "NCCL runs done: 0 (0 passed) in 0 rounds; round 1 running: 1 run of 8 nodes", out
+    assert "NCCL runs done: 1 (0 passed) in 1 rounds; round 2 running: 2 runs of 4 nodes" in said, said
+    assert not (tmp_path / "run" / "clusterforge" / "isolate.json").exists()
