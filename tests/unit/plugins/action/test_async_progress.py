@@ -83,4 +83,3 @@ def test_progress_text_is_empty_until_the_job_wrote_something_readable():
     assert progress_text(slurped("not json")) == ""
     assert progress_text(slurped('["a list"]')) == ""
     assert progress_text(slurped('{"other": 1}')) == ""
-

@@ -144,8 +144,8 @@ def test_a_drain_wait_prints_the_jobs_left_every_30_seconds_and_a_short_wait_not
         clock.now = 1000.0 + second
         lines.append((second, p.retry("t1", "Wait for the drain", "gpu01", "clusterforge.gpu.slurm_node_info",
                                       DRAINING, delay=10)))
-    printed = [(s, line) for s, line in lines if line]
-    assert [s for s, _ in printed] == [30, 60, 90]
+    printed = [(second, line) for second, line in lines if line]
+    assert [second for second, _line in printed] == [30, 60, 90]
     assert printed[0][1] == ("progress after 30 s: Wait for the drain: 0 of 1 host done; "
                              "waiting for gpu01 (MIXED+DRAIN, jobs 17, 18)")
     # A wait that ends before 30 s prints nothing.
