@@ -122,18 +122,34 @@ class Connection(ConnectionBase):
             display.vvv("could not cache the PID of %s: %s" % (name, exc))
         return pid
 
+    @staticmethod
+    def _environ(pid):
+        with open("/proc/%d/environ" % pid, "rb") as handle:
+            return handle.read()
+
     def _connect(self):
         if self._connected:
             return self
         if os.geteuid() != 0:
             raise AnsibleConnectionFailure("cf_lab_nsenter needs root on the lab machine (the lab uses rootful podman)")
         name = self._container()
-        pid = self._cached_pid(name) or self._lookup_pid(name)
+        cached = self._cached_pid(name)
+        pid = cached or self._lookup_pid(name)
         try:
-            with open("/proc/%d/environ" % pid, "rb") as handle:
-                raw = handle.read()
+            raw = self._environ(pid)
         except OSError as exc:
-            raise AnsibleConnectionFailure("cannot read the environment of container %s (pid %d): %s" % (name, pid, exc))
+            if cached is None:
+                raise AnsibleConnectionFailure("cannot read the environment of container %s (pid %d): %s"
+                                               % (name, pid, exc))
+            # The cached process ended between its check and the read (the container was stopped or replaced since):
+            # ask podman again, once.
+            display.vvv("cached PID %d of %s is gone (%s): looking it up again" % (pid, name, exc), host=name)
+            pid = self._lookup_pid(name)
+            try:
+                raw = self._environ(pid)
+            except OSError as again:
+                raise AnsibleConnectionFailure("cannot read the environment of container %s (pid %d): %s"
+                                               % (name, pid, again))
         env = {}
         for item in raw.split(b"\0"):
             key, sep, value = item.partition(b"=")

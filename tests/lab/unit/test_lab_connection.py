@@ -4,6 +4,7 @@ process (a recreated container, or a reused PID, is looked up again)."""
 import importlib.util
 import json
 import os
+import subprocess
 
 import pytest
 
@@ -50,3 +51,34 @@ def test_cache_entry_of_a_gone_process_or_malformed_is_not_trusted(plugin, entry
 
 def test_no_cache_entry(plugin):
     assert plugin.Connection._cached_pid(None, "nosuch") is None
+
+
+def test_a_cached_process_gone_before_its_read_is_looked_up_again(plugin, monkeypatch):
+    """The cached PID passed its check, then the container was stopped or replaced before the environment was read
+    (seen once in a CI run: 'No such process' for gpu01): the connection asks podman again instead of failing."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    looked_up = []
+
+    class Fake(object):
+        _connected = False
+
+        @staticmethod
+        def _container():
+            return "gpu01"
+
+        @staticmethod
+        def _cached_pid(name):
+            return gone.pid
+
+        @staticmethod
+        def _lookup_pid(name):
+            looked_up.append(name)
+            return os.getpid()
+
+        _environ = staticmethod(plugin.Connection._environ)
+
+    fake = Fake()
+    monkeypatch.setattr(plugin.os, "geteuid", lambda: 0)
+    plugin.Connection._connect(fake)
+    assert looked_up == ["gpu01"] and fake._pid == os.getpid() and fake._env["PATH"]
