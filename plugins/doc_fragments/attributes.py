@@ -33,6 +33,23 @@ attributes:
       - This action does not modify state.
 """
 
+    # Should be used together with the standard fragment: a module whose work is done by an action plugin of the same
+    # name (its check_mode and diff_mode are the module's own to describe)
+    ACTION_PLUGIN = r"""
+options: {}
+attributes:
+  action:
+    support: full
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+  async:
+    support: none
+    description: Supports being used with the C(async) keyword.
+  platform:
+    support: full
+    platforms: posix
+    description: Target OS/families that can be operated against.
+"""
+
     # Should be used together with the standard fragment
     IDEMPOTENT = r"""
 options: {}

@@ -26,6 +26,9 @@ description:
     yet, or has ended).
 author:
   - ClusterForge developers (@clusterforge)
+extends_documentation_fragment:
+  - clusterforge.gpu.attributes
+  - clusterforge.gpu.attributes.action_plugin
 options:
   jid:
     description: The job id, RV(ansible.builtin.async_status#module:ansible_job_id) of the task that started it.
@@ -35,24 +38,12 @@ options:
     description: The file the job writes its progress into, on the host the job runs on.
     type: path
 attributes:
-  action:
-    support: full
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-  async:
-    support: none
-    description: Supports being used with the C(async) keyword.
   check_mode:
     support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
     details:
       - It only reads; check mode changes nothing.
   diff_mode:
     support: none
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-  platform:
-    support: full
-    platforms: posix
-    description: Target OS/families that can be operated against.
 seealso:
   - module: ansible.builtin.async_status
   - module: clusterforge.gpu.nccl_isolate

@@ -30,6 +30,7 @@ version_added: "1.0.0"
 author: ClusterForge developers (@clusterforge)
 extends_documentation_fragment:
   - clusterforge.gpu.attributes
+  - clusterforge.gpu.attributes.action_plugin
 options:
   names:
     description: The package specs that must be installed.
@@ -79,12 +80,6 @@ options:
     type: bool
     default: false
 attributes:
-  action:
-    support: full
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-  async:
-    support: none
-    description: Supports being used with the C(async) keyword.
   check_mode:
     support: full
     details:
@@ -96,10 +91,6 @@ attributes:
     support: partial
     details:
       - The package manager module's diff is returned when it installed something.
-  platform:
-    support: full
-    platforms: posix
-    description: Target OS/families that can be operated against.
 notes:
   - Module defaults set for M(ansible.builtin.apt) or M(ansible.builtin.dnf) are not applied to the calls this
     action makes; give the options here.

@@ -31,6 +31,9 @@ description:
   - The child reports through the C(ansible.posix.json) callback (indent 4, no colour, no retry files).
 author:
   - ClusterForge developers (@clusterforge)
+extends_documentation_fragment:
+  - clusterforge.gpu.attributes
+  - clusterforge.gpu.attributes.action_plugin
 options:
   playbook:
     description: The playbook to run in check mode.
@@ -59,24 +62,12 @@ options:
     type: int
     default: 3600
 attributes:
-  action:
-    support: full
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-  async:
-    support: none
-    description: Supports being used with the C(async) keyword.
   check_mode:
     support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
     details:
       - The child runs in check mode always; the action itself changes nothing and runs in check mode too.
   diff_mode:
     support: none
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-  platform:
-    support: full
-    platforms: posix
-    description: Target OS/families that can be operated against.
 notes:
   - It runs on the controller, whatever the task's host.
 seealso:
