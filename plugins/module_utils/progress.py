@@ -36,16 +36,21 @@ class ProgressFile(object):
             self.fd = open_root_dir(directory)[0]
 
     def write(self, text):
+        """Best effort: a progress line that cannot be written (a full /run) must not stop the work it reports on;
+        the file then keeps its last line, or stays absent."""
         if self.fd is None:
             return
         temporary = ".%s.%d.tmp" % (self.name, os.getpid())
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        handle = os.open(temporary, flags, 0o600, dir_fd=self.fd)
         try:
-            os.write(handle, json.dumps({"progress": text}).encode("utf-8"))
-        finally:
-            os.close(handle)
-        os.replace(temporary, self.name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+            handle = os.open(temporary, flags, 0o600, dir_fd=self.fd)
+            try:
+                os.write(handle, json.dumps({"progress": text}).encode("utf-8"))
+            finally:
+                os.close(handle)
+            os.replace(temporary, self.name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except OSError:
+            pass
 
     def close(self):
         if self.fd is None:
